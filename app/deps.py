@@ -1,0 +1,38 @@
+"""Dependency aliases for route handlers: the context and validated path parameters."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from fastapi.exceptions import RequestValidationError
+
+from app.context import ApiContext
+from core.schemas.common import check_name
+
+
+def get_context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.context
+    return context
+
+
+def _valid(value: str, loc: str) -> str:
+    try:
+        return check_name(value)
+    except ValueError as exc:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("path", loc), "msg": f"{loc} {exc}", "input": value}]
+        ) from exc
+
+
+def collection_name(collection_name: Annotated[str, Path()]) -> str:
+    return _valid(collection_name, "collection_name")
+
+
+def document_id(document_id: Annotated[str, Path()]) -> str:
+    return _valid(document_id.strip(), "document_id")
+
+
+Context = Annotated[ApiContext, Depends(get_context)]
+CollectionName = Annotated[str, Depends(collection_name)]
+DocumentIdPath = Annotated[str, Depends(document_id)]

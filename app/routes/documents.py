@@ -1,0 +1,137 @@
+"""Documents: async, sync and bulk upsert; get; async and sync delete; status."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
+
+from app.deps import CollectionName, Context, DocumentIdPath
+from app.services.ingest import enqueue_delete, enqueue_upserts
+from app.services.validation import check_document
+from app.services.worker import call_worker, require_collection
+from core.enums import DocumentStatus
+from core.errors import NotFound
+from core.messages import Ack, DocumentReply, GetDocument, SyncDelete, SyncUpsert
+from core.schemas.common import OkResponse
+from core.schemas.document import (
+    BulkUpload,
+    Document,
+    DocumentStatusResponse,
+    StatusEntry,
+    require_utc,
+)
+
+router = APIRouter(prefix="/v1/collections/{collection_name}/documents", tags=["documents"])
+
+
+def _request_timestamp(value: datetime) -> datetime:
+    try:
+        return require_utc(value)
+    except ValueError as exc:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("query", "request_timestamp"),
+                    "msg": str(exc),
+                    "input": value.isoformat(),
+                }
+            ]
+        ) from exc
+
+
+RequestTimestamp = Annotated[datetime, Query(description="UTC time of the delete request")]
+
+
+@router.post("", response_model=OkResponse)
+async def upsert_document(
+    collection_name: CollectionName, document: Document, ctx: Context
+) -> OkResponse:
+    await enqueue_upserts(ctx, collection_name, [document])
+    return OkResponse()
+
+
+@router.post("/bulk", response_model=OkResponse)
+async def bulk_upsert(
+    collection_name: CollectionName, body: BulkUpload, ctx: Context
+) -> OkResponse:
+    await enqueue_upserts(ctx, collection_name, body.documents)
+    return OkResponse()
+
+
+@router.post("/sync", response_model=OkResponse)
+async def upsert_document_sync(
+    collection_name: CollectionName, document: Document, ctx: Context
+) -> OkResponse:
+    config = await require_collection(ctx, collection_name)
+    check_document(config, document)
+    await call_worker(ctx, SyncUpsert(collection=collection_name, document=document), Ack)
+    return OkResponse()
+
+
+@router.get("/{document_id}")
+async def get_document(
+    collection_name: CollectionName,
+    document_id: DocumentIdPath,
+    ctx: Context,
+    with_vectors: bool = False,
+) -> dict[str, Any]:
+    await require_collection(ctx, collection_name)
+    reply = await call_worker(
+        ctx,
+        GetDocument(collection=collection_name, doc_id=document_id, with_vectors=with_vectors),
+        DocumentReply,
+    )
+    if reply.document is None:
+        raise NotFound(f"Document '{document_id}' not found")
+    return reply.document
+
+
+@router.delete("/{document_id}", response_model=OkResponse)
+async def delete_document(
+    collection_name: CollectionName,
+    document_id: DocumentIdPath,
+    request_timestamp: RequestTimestamp,
+    ctx: Context,
+) -> OkResponse:
+    await enqueue_delete(ctx, collection_name, document_id, _request_timestamp(request_timestamp))
+    return OkResponse()
+
+
+@router.delete("/{document_id}/sync", response_model=OkResponse)
+async def delete_document_sync(
+    collection_name: CollectionName,
+    document_id: DocumentIdPath,
+    request_timestamp: RequestTimestamp,
+    ctx: Context,
+) -> OkResponse:
+    await require_collection(ctx, collection_name)
+    request = SyncDelete(
+        collection=collection_name,
+        doc_id=document_id,
+        timestamp=_request_timestamp(request_timestamp),
+    )
+    await call_worker(ctx, request, Ack)
+    return OkResponse()
+
+
+@router.get("/{document_id}/status", response_model=DocumentStatusResponse)
+async def document_status(
+    collection_name: CollectionName, document_id: DocumentIdPath, ctx: Context
+) -> DocumentStatusResponse:
+    await require_collection(ctx, collection_name)
+    statuses = await ctx.ledger.statuses(collection_name, document_id)
+    reply = await call_worker(
+        ctx, GetDocument(collection=collection_name, doc_id=document_id), DocumentReply
+    )
+    if reply.document is not None:
+        statuses.append(
+            StatusEntry(status=DocumentStatus.INDEXED, timestamp=reply.document["timestamp"])
+        )
+    if not statuses:
+        raise NotFound(f"Document '{document_id}' not found")
+    statuses.sort(key=lambda s: s.timestamp, reverse=True)
+    return DocumentStatusResponse(statuses=statuses)

@@ -1,0 +1,18 @@
+"""Search: hybrid retrieval with fusion, answered by the worker."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.deps import CollectionName, Context
+from app.services.worker import search
+from core.schemas.search import SearchQuery, SearchResponse
+
+router = APIRouter(prefix="/v1/collections/{collection_name}", tags=["search"])
+
+
+@router.post("/search", response_model=SearchResponse, response_model_exclude_none=False)
+async def search_collection(
+    collection_name: CollectionName, query: SearchQuery, ctx: Context
+) -> SearchResponse:
+    return await search(ctx, collection_name, query)

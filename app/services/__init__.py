@@ -1,0 +1,1 @@
+"""Service functions the route handlers call: one job each."""

@@ -1,0 +1,40 @@
+"""Calls to the worker over the bus (the api never touches the store)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from app.context import ApiContext
+from core.errors import NotFound
+from core.messages import SearchRequest, WorkerCall, WorkerRequest
+from core.names import SEARCH_QUEUE, WORKER_RPC_QUEUE
+from core.schemas.collection import CollectionConfig
+from core.schemas.search import SearchQuery, SearchResponse
+
+Reply = TypeVar("Reply", bound=BaseModel)
+MISSING = "Configuration not found"
+
+
+async def call_worker(ctx: ApiContext, request: WorkerRequest, reply_type: type[Reply]) -> Reply:
+    return await ctx.bus.call(
+        WORKER_RPC_QUEUE, WorkerCall(request=request), reply_type, ctx.settings.rpc_timeout_s
+    )
+
+
+async def require_collection(ctx: ApiContext, name: str) -> CollectionConfig:
+    config = await ctx.catalog.get(name)
+    if config is None:
+        raise NotFound(MISSING)
+    return config
+
+
+async def search(ctx: ApiContext, collection: str, query: SearchQuery) -> SearchResponse:
+    await require_collection(ctx, collection)
+    return await ctx.bus.call(
+        SEARCH_QUEUE,
+        SearchRequest(collection=collection, query=query),
+        SearchResponse,
+        ctx.settings.rpc_timeout_s,
+    )

@@ -1,0 +1,1 @@
+"""What two or more Braid processes share: settings, schemas, messages, the bus, lexical encoders."""

@@ -1,0 +1,73 @@
+"""Closed vocabularies shared by every process."""
+
+from enum import StrEnum
+
+
+class VectorType(StrEnum):
+    DENSE_MODEL = "dense_model"
+    SPARSE_MODEL = "sparse_model"
+    WMTR = "wmtr"
+    FULL_TEXT = "full_text"
+    TRIGRAMS = "trigrams"
+    WHITESPACE = "whitespace"
+    DENSE_CUSTOM = "dense_custom"
+    SPARSE_CUSTOM = "sparse_custom"
+    NOOP = "noop"
+
+    @property
+    def is_dense(self) -> bool:
+        return self in (VectorType.DENSE_MODEL, VectorType.DENSE_CUSTOM)
+
+    @property
+    def is_lexical(self) -> bool:
+        return self in LEXICAL_TYPES
+
+    @property
+    def uses_model(self) -> bool:
+        return self in (VectorType.DENSE_MODEL, VectorType.SPARSE_MODEL)
+
+
+LEXICAL_TYPES = frozenset(
+    {VectorType.WMTR, VectorType.FULL_TEXT, VectorType.TRIGRAMS, VectorType.WHITESPACE}
+)
+
+
+class IndexField(StrEnum):
+    NAME = "name"
+    DESCRIPTION = "description"
+    CONTENT = "content"
+
+
+class DenseDistance(StrEnum):
+    COSINE = "cosine"
+    DOT = "dot"
+    EUCLID = "euclid"
+
+
+class FusionMode(StrEnum):
+    RRF = "rrf"
+    LINEAR = "linear"
+
+
+class OpType(StrEnum):
+    UPSERT = "upsert"
+    DELETE = "delete"
+
+
+class DocumentStatus(StrEnum):
+    INDEXED = "indexed"
+    QUEUED = "queued"
+    REQUEUED = "requeued"
+    FAILED = "failed"
+
+
+class EncoderRole(StrEnum):
+    MODEL_HOLDER = "model_holder"
+    ROUTER = "router"
+
+
+class EmbedKind(StrEnum):
+    """Query work goes before document work (DESIGN: query path never waits behind bulk)."""
+
+    QUERY = "query"
+    DOCUMENT = "document"

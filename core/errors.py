@@ -1,0 +1,57 @@
+"""One error hierarchy for every process; app/errors.py maps it to HTTP."""
+
+from __future__ import annotations
+
+
+class BraidError(Exception):
+    """A failure with a message a client may read. `status` is its HTTP meaning."""
+
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(BraidError):
+    status = 400
+
+
+class NotFound(BraidError):
+    status = 404
+
+
+class Conflict(BraidError):
+    status = 409
+
+
+class Unavailable(BraidError):
+    """Overloaded or a dependency is down: the client should retry later."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after_s: int = 2) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class QueueFull(Unavailable):
+    pass
+
+
+class RpcTimeout(BraidError):
+    status = 504
+
+
+class InternalError(BraidError):
+    status = 500
+
+
+_BY_STATUS: dict[int, type[BraidError]] = {
+    cls.status: cls for cls in (InvalidInput, NotFound, Conflict, Unavailable, RpcTimeout)
+}
+
+
+def error_for_status(status: int, message: str) -> BraidError:
+    """Rebuild an error that crossed the bus as (status, message)."""
+    return _BY_STATUS.get(status, InternalError)(message)

@@ -1,0 +1,181 @@
+"""The ingest ledger in Redis: every queued write's status, per-collection counts, tombstones.
+
+A queued message is live while its queue_id is in the ledger: cancelling (a newer delete, a
+purge, a dropped collection) removes it, and the worker skips messages that are not live.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from redis.asyncio import Redis
+
+from core.enums import DocumentStatus, OpType
+from core.names import RedisKeys
+from core.redis_client import as_text
+from core.schemas.document import QueueInfo, StatusEntry
+
+# Remove one item and decrement the counter of its status/op, atomically (redelivery-safe).
+_FINISH = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local item = cjson.decode(raw)
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], item.status .. '_' .. item.op_type, -1)
+return 1
+"""
+
+# Change an item's status (requeued/failed), moving it between counters.
+_RESTATE = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local item = cjson.decode(raw)
+redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, -1)
+item.status = ARGV[2]
+item.info = ARGV[3]
+item.try_count = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(item))
+redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, 1)
+return 1
+"""
+
+_MAX_TOMBSTONE = """
+local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
+if tonumber(ARGV[2]) > old then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class QueuedWrite:
+    queue_id: str
+    doc_id: str
+    op: OpType
+    timestamp: datetime
+
+
+def to_micros(ts: datetime) -> int:
+    return int(ts.timestamp() * 1_000_000)
+
+
+def new_queue_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Ledger:
+    def __init__(self, redis: Redis) -> None:
+        self._redis = redis
+        self._finish = redis.register_script(_FINISH)
+        self._restate = redis.register_script(_RESTATE)
+        self._max_tombstone = redis.register_script(_MAX_TOMBSTONE)
+
+    async def enqueue(self, collection: str, items: list[QueuedWrite]) -> None:
+        """Record writes about to be published, in one round trip."""
+        pipe = self._redis.pipeline(transaction=True)
+        for write in items:
+            item = {
+                "queue_id": write.queue_id,
+                "doc_id": write.doc_id,
+                "op_type": write.op.value,
+                "status": DocumentStatus.QUEUED.value,
+                "timestamp": write.timestamp.isoformat(),
+                "ts_us": to_micros(write.timestamp),
+                "try_count": 0,
+                "info": "",
+            }
+            pipe.hset(RedisKeys.queue_items(collection), write.queue_id, json.dumps(item))
+            pipe.sadd(RedisKeys.doc_items(collection, write.doc_id), write.queue_id)
+            pipe.hincrby(RedisKeys.queue_counts(collection), f"queued_{write.op.value}", 1)
+        await pipe.execute()
+
+    async def is_live(self, collection: str, queue_id: str) -> bool:
+        return bool(await self._redis.hexists(RedisKeys.queue_items(collection), queue_id))
+
+    async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not queue_ids:
+            return {}
+        raws = await self._redis.hmget(RedisKeys.queue_items(collection), queue_ids)
+        return {qid: json.loads(raw) for qid, raw in zip(queue_ids, raws, strict=True) if raw}
+
+    async def finish(self, collection: str, queue_id: str, doc_id: str) -> bool:
+        keys = [
+            RedisKeys.queue_items(collection),
+            RedisKeys.doc_items(collection, doc_id),
+            RedisKeys.queue_counts(collection),
+        ]
+        return bool(await self._finish(keys=keys, args=[queue_id]))
+
+    async def restate(
+        self, collection: str, queue_id: str, status: DocumentStatus, info: str, try_count: int
+    ) -> None:
+        keys = [RedisKeys.queue_items(collection), RedisKeys.queue_counts(collection)]
+        await self._restate(keys=keys, args=[queue_id, status.value, info, try_count])
+
+    async def cancel_upserts(self, collection: str, doc_id: str, up_to: datetime) -> int:
+        """Drop every queued upsert of the document with timestamp <= `up_to`."""
+        queue_ids = [
+            as_text(q) for q in await self._redis.smembers(RedisKeys.doc_items(collection, doc_id))
+        ]
+        items = await self.live_items(collection, queue_ids)
+        limit, cancelled = to_micros(up_to), 0
+        for qid, item in items.items():
+            if item["op_type"] == OpType.UPSERT.value and item["ts_us"] <= limit:
+                cancelled += await self.finish(collection, qid, doc_id)
+        return cancelled
+
+    async def statuses(self, collection: str, doc_id: str) -> list[StatusEntry]:
+        queue_ids = [
+            as_text(q) for q in await self._redis.smembers(RedisKeys.doc_items(collection, doc_id))
+        ]
+        items = await self.live_items(collection, queue_ids)
+        return [
+            StatusEntry(
+                status=DocumentStatus(item["status"]),
+                op_type=OpType(item["op_type"]),
+                info=item["info"] or None,
+                timestamp=datetime.fromisoformat(item["timestamp"]),
+                queue_id=qid,
+                try_count=item["try_count"],
+            )
+            for qid, item in items.items()
+        ]
+
+    async def queue_info(self, collection: str) -> QueueInfo:
+        raw = await self._redis.hgetall(RedisKeys.queue_counts(collection))
+        counts = {as_text(k): max(0, int(v)) for k, v in raw.items()}
+        info = QueueInfo(**{k: v for k, v in counts.items() if k in QueueInfo.model_fields})
+        info.total = sum(getattr(info, f) for f in QueueInfo.model_fields if f != "total")
+        return info
+
+    async def set_tombstone(self, collection: str, doc_id: str, ts: datetime) -> None:
+        await self._max_tombstone(
+            keys=[RedisKeys.tombstones(collection)], args=[doc_id, to_micros(ts)]
+        )
+
+    async def tombstones(self, collection: str, doc_ids: list[str]) -> dict[str, int]:
+        if not doc_ids:
+            return {}
+        raws = await self._redis.hmget(RedisKeys.tombstones(collection), doc_ids)
+        return {d: int(r) for d, r in zip(doc_ids, raws, strict=True) if r is not None}
+
+    async def purge(self, collection: str) -> None:
+        """Forget every queued item of the collection (its messages become no-ops)."""
+        pattern = RedisKeys.doc_items(collection, "*")
+        keys = [k async for k in self._redis.scan_iter(match=pattern, count=1000)]
+        keys += [RedisKeys.queue_items(collection), RedisKeys.queue_counts(collection)]
+        await self._redis.delete(*keys)
+
+    async def drop(self, collection: str) -> None:
+        await self.purge(collection)
+        await self._redis.delete(
+            RedisKeys.tombstones(collection), RedisKeys.lexical_stats(collection)
+        )
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,144 @@
+"""Document and query sparse vectors for the lexical types (BM25 tf, no IDF)."""
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from core.enums import LEXICAL_TYPES, VectorType
+from core.lexical.tokens import fold, surface_tokens, trigram_count, word_pieces
+from core.lexical.views import token_views
+from core.vectors import SparseVector
+
+# BM25 saturation constants; IDF is applied by the store at query time.
+K1 = 1.2
+B = 0.75
+MAX_TOP_K = 10000
+
+
+@dataclass(frozen=True)
+class LexicalParams:
+    kind: VectorType
+    top_k: int = 128
+    word_ratio: int = 80
+    language: str = "en"
+    keep_case: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in LEXICAL_TYPES:
+            raise ValueError(f"not a lexical vector type: {self.kind}")
+        if not 1 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be 1..{MAX_TOP_K}, got {self.top_k}")
+        if not 0 <= self.word_ratio <= 100:
+            raise ValueError(f"word_ratio must be 0..100, got {self.word_ratio}")
+
+
+@dataclass(frozen=True)
+class DocumentTerms:
+    vector: SparseVector
+    length: int
+
+
+@dataclass
+class _Counts:
+    words: Counter[int]
+    demoted: Counter[int]
+    trigrams: Counter[int]
+    length: int
+
+
+def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
+    """BM25-saturated term weights, at most top_k entries, ids ascending."""
+    counts = _count(text, params)
+    _merge_collisions(counts)
+    n_candidates = len(counts.words) + len(counts.demoted)
+    n_words, n_trigrams = _slots(params, n_candidates, len(counts.trigrams))
+    chosen = _top(counts.words, n_words)
+    # stop words kept as surface tokens only fill word slots that are left over
+    chosen += _top(counts.demoted, n_words - len(chosen))
+    chosen += _top(counts.trigrams, n_trigrams)
+    chosen.sort()
+    norm = K1 * (1 - B + B * _length_ratio(counts.length, avg_length))
+    vector = SparseVector(
+        indices=[i for i, _ in chosen],
+        values=[tf * (K1 + 1) / (tf + norm) for _, tf in chosen],
+    )
+    return DocumentTerms(vector=vector, length=counts.length)
+
+
+def query_vector(text: str, params: LexicalParams, trigram_weight: float = 1.0) -> SparseVector:
+    """1.0 per distinct query term; WMTR trigrams scaled by trigram_weight, 0 drops."""
+    if trigram_weight < 0:
+        raise ValueError(f"trigram_weight must be >= 0, got {trigram_weight}")
+    counts = _count(text, params)
+    weights = dict.fromkeys(counts.trigrams, 1.0)
+    if params.kind == VectorType.WMTR:
+        scaled = float(trigram_weight)
+        weights = dict.fromkeys(weights, scaled) if scaled > 0 else {}
+    weights.update(dict.fromkeys(counts.words | counts.demoted, 1.0))
+    indices = sorted(weights)
+    return SparseVector(indices=indices, values=[weights[i] for i in indices])
+
+
+def document_length(text: str, params: LexicalParams) -> int:
+    """The BM25 length document_vector uses: word tokens, or trigrams for TRIGRAMS."""
+    tokens = surface_tokens(fold(text, params.keep_case))
+    if params.kind == VectorType.TRIGRAMS:
+        return sum(trigram_count(p) for t in tokens for p in word_pieces(t))
+    return len(tokens)
+
+
+def _count(text: str, params: LexicalParams) -> _Counts:
+    tokens = surface_tokens(fold(text, params.keep_case))
+    language = params.language.lower()
+    words: list[int] = []
+    demoted: list[int] = []
+    trigrams: list[int] = []
+    for token in tokens:
+        views = token_views(token, params.kind, language)
+        words.extend(views.words)
+        demoted.extend(views.demoted)
+        trigrams.extend(views.trigrams)
+    length = len(trigrams) if params.kind == VectorType.TRIGRAMS else len(tokens)
+    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), length)
+
+
+def _merge_collisions(counts: _Counts) -> None:
+    """Keep ids unique across the sides: a hash collision folds into the word side."""
+    for source, target in (
+        (counts.demoted, counts.words),
+        (counts.trigrams, counts.words),
+        (counts.trigrams, counts.demoted),
+    ):
+        for i in source.keys() & target.keys():
+            target[i] += source.pop(i)
+
+
+def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, int]:
+    """Slots per side: WMTR reserves word_ratio % for words, unused slots go across."""
+    top_k = params.top_k
+    if params.kind != VectorType.WMTR:
+        return top_k, top_k  # only one side has candidates
+    share = (top_k * params.word_ratio + 50) // 100
+    words = min(n_words, share + max(0, top_k - share - n_trigrams))
+    return words, min(n_trigrams, top_k - words)
+
+
+def _top(counts: Counter[int], n: int) -> list[tuple[int, int]]:
+    """The n best (id, tf): higher tf (so higher weight) first, ties to the lower id.
+
+    Bucketing by tf avoids sorting thousands of tf-1 trigrams through a Python key.
+    """
+    by_tf: defaultdict[int, list[int]] = defaultdict(list)
+    for i, tf in counts.items():
+        by_tf[tf].append(i)
+    chosen: list[tuple[int, int]] = []
+    for tf in sorted(by_tf, reverse=True):
+        room = n - len(chosen)
+        if room <= 0:
+            break
+        ids = by_tf[tf]
+        chosen += [(i, tf) for i in (sorted(ids)[:room] if len(ids) > room else ids)]
+    return chosen
+
+
+def _length_ratio(length: int, avg_length: float) -> float:
+    return length / avg_length if avg_length > 0 else 1.0

@@ -1,0 +1,59 @@
+"""Per-token views (surface, pieces, stems, trigrams) as hashed ids, cached."""
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from core.enums import VectorType
+from core.lexical.stemming import stem
+from core.lexical.stopwords import stop_words
+from core.lexical.tokens import token_id, trigrams, word_pieces
+
+# View prefixes keep the views apart in one id space: the surface token "run" and the
+# stem "run" are different entries, so an exact match scores on both.
+WORD = "w:"
+STEM = "s:"
+TRIGRAM = "t:"
+
+
+class TokenViews(NamedTuple):
+    """The ids one surface token contributes, one per occurrence."""
+
+    words: tuple[int, ...] = ()
+    # Stop words WMTR keeps as surface tokens: they get slots only when some are left.
+    demoted: tuple[int, ...] = ()
+    trigrams: tuple[int, ...] = ()
+
+
+@lru_cache(maxsize=32768)
+def token_views(token: str, kind: VectorType, language: str) -> TokenViews:
+    """The views of one surface token (case-folded unless keep_case) for a kind."""
+    stops = stop_words(language)
+    if kind == VectorType.WMTR:
+        return _wmtr(token, language, stops)
+    if kind == VectorType.FULL_TEXT:
+        return TokenViews(words=_stems(word_pieces(token), language, stops))
+    if kind == VectorType.TRIGRAMS:
+        return TokenViews(trigrams=_trigrams(word_pieces(token)))
+    if kind == VectorType.WHITESPACE:
+        is_stop = token.casefold() in stops
+        return TokenViews(words=() if is_stop else (token_id(WORD + token),))
+    raise ValueError(f"not a lexical vector type: {kind}")
+
+
+def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
+    pieces = word_pieces(token)
+    exact = [token] if pieces == [token] else [token, *pieces]
+    words = [token_id(WORD + t) for t in exact if t.casefold() not in stops]
+    demoted = [token_id(WORD + t) for t in exact if t.casefold() in stops]
+    content = [p for p in pieces if p.casefold() not in stops]
+    words.extend(_stems(content, language, stops))
+    return TokenViews(tuple(words), tuple(demoted), _trigrams(content))
+
+
+def _stems(pieces: list[str], language: str, stops: frozenset[str]) -> tuple[int, ...]:
+    folded = (p.casefold() for p in pieces)
+    return tuple(token_id(STEM + stem(p, language)) for p in folded if p not in stops)
+
+
+def _trigrams(pieces: list[str]) -> tuple[int, ...]:
+    return tuple(token_id(TRIGRAM + t) for p in pieces for t in trigrams(p))

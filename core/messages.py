@@ -1,0 +1,124 @@
+"""Typed payloads of every queue message and RPC request/reply."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from core.enums import EmbedKind, OpType
+from core.schemas.collection import CollectionConfig
+from core.schemas.document import Document
+from core.schemas.search import SearchQuery
+
+
+class DocumentMessage(BaseModel):
+    """One queued write: the whole document for an upsert, the id for a delete."""
+
+    collection: str
+    queue_id: str
+    op: OpType
+    doc_id: str
+    timestamp: datetime
+    document: Document | None = None
+
+
+class EmbedRequest(BaseModel):
+    model: str
+    revision: str | None = None
+    kind: EmbedKind
+    texts: list[str]
+    normalize: bool = True
+    keep_case: bool = False
+
+
+class EmbedReply(BaseModel):
+    vectors: list[list[float]]
+    holder: int
+    inference_ms: float
+
+
+class Ack(BaseModel):
+    ok: bool = True
+
+
+class CreateCollection(BaseModel):
+    op: Literal["create_collection"] = "create_collection"
+    name: str
+    config: CollectionConfig
+
+
+class DropCollection(BaseModel):
+    op: Literal["drop_collection"] = "drop_collection"
+    name: str
+
+
+class EmptyCollection(BaseModel):
+    op: Literal["empty_collection"] = "empty_collection"
+    name: str
+
+
+class CountDocuments(BaseModel):
+    op: Literal["count_documents"] = "count_documents"
+    name: str
+
+
+class GetDocument(BaseModel):
+    op: Literal["get_document"] = "get_document"
+    collection: str
+    doc_id: str
+    with_vectors: bool = False
+
+
+class SyncUpsert(BaseModel):
+    op: Literal["sync_upsert"] = "sync_upsert"
+    collection: str
+    document: Document
+
+
+class SyncDelete(BaseModel):
+    op: Literal["sync_delete"] = "sync_delete"
+    collection: str
+    doc_id: str
+    timestamp: datetime
+
+
+class Ping(BaseModel):
+    op: Literal["ping"] = "ping"
+
+
+WorkerRequest = Annotated[
+    CreateCollection
+    | DropCollection
+    | EmptyCollection
+    | CountDocuments
+    | GetDocument
+    | SyncUpsert
+    | SyncDelete
+    | Ping,
+    Field(discriminator="op"),
+]
+
+
+class WorkerCall(BaseModel):
+    """Envelope that lets one queue carry the worker's typed requests."""
+
+    request: WorkerRequest
+
+
+class CountReply(BaseModel):
+    count: int
+
+
+class DocumentReply(BaseModel):
+    document: dict[str, Any] | None
+
+
+class PingReply(BaseModel):
+    store_ok: bool
+
+
+class SearchRequest(BaseModel):
+    collection: str
+    query: SearchQuery

@@ -1,0 +1,78 @@
+"""Every queue name, queue argument and Redis key, in one place."""
+
+from __future__ import annotations
+
+from core.enums import EmbedKind
+
+DOCUMENTS_QUEUE = "braid.documents"
+SEARCH_QUEUE = "braid.rpc.search"
+WORKER_RPC_QUEUE = "braid.rpc.worker"
+
+
+def embed_queue(kind: EmbedKind) -> str:
+    """Model work any encoder takes; an encoder without the model forwards it."""
+    return f"braid.embed.{kind}"
+
+
+def holder_queue(kind: EmbedKind) -> str:
+    """Model work only model holders consume (the target of forwarding)."""
+    return f"braid.embed.holders.{kind}"
+
+
+def encoder_queue(index: int) -> str:
+    """One encoder's own queue, so a caller can reach a chosen encoder."""
+    return f"braid.embed.encoder.{index}"
+
+
+class RedisKeys:
+    """Redis key names; every process builds keys through here."""
+
+    prefix = "braid"
+
+    @classmethod
+    def collections(cls) -> str:
+        return f"{cls.prefix}:collections"
+
+    @classmethod
+    def queue_items(cls, collection: str) -> str:
+        """Hash queue_id -> status entry of every queued/failed item of a collection."""
+        return f"{cls.prefix}:q:{collection}:items"
+
+    @classmethod
+    def doc_items(cls, collection: str, doc_id: str) -> str:
+        """Set of the queue_ids pending for one document."""
+        return f"{cls.prefix}:q:{collection}:doc:{doc_id}"
+
+    @classmethod
+    def queue_counts(cls, collection: str) -> str:
+        return f"{cls.prefix}:q:{collection}:counts"
+
+    @classmethod
+    def tombstones(cls, collection: str) -> str:
+        """Hash doc_id -> newest delete timestamp, so older upserts never resurrect."""
+        return f"{cls.prefix}:tomb:{collection}"
+
+    @classmethod
+    def doc_lock(cls, collection: str, doc_id: str) -> str:
+        return f"{cls.prefix}:lock:{collection}:{doc_id}"
+
+    @classmethod
+    def lexical_stats(cls, collection: str) -> str:
+        """Hash '<slot>:len' / '<slot>:n' -> summed token length and document count."""
+        return f"{cls.prefix}:lexstats:{collection}"
+
+    @classmethod
+    def worker_stats(cls) -> str:
+        return f"{cls.prefix}:stats:worker"
+
+    @classmethod
+    def encoder_stats(cls, index: int) -> str:
+        return f"{cls.prefix}:stats:encoder:{index}"
+
+    @classmethod
+    def encoder_pattern(cls) -> str:
+        return f"{cls.prefix}:stats:encoder:*"
+
+    @classmethod
+    def heartbeat(cls, role: str) -> str:
+        return f"{cls.prefix}:hb:{role}"

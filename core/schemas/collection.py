@@ -1,0 +1,125 @@
+"""CollectionConfig and VectorConfig (API.md §3) with their defaults and rules."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from core.enums import DenseDistance, IndexField, VectorType
+from core.schemas.common import Name, WireModel
+
+MetadataType = Literal["string", "integer", "float", "boolean", "datetime"]
+LANGUAGE_TYPES = frozenset({VectorType.WMTR, VectorType.FULL_TEXT, VectorType.WHITESPACE})
+ModelName = Annotated[StrictStr, Field(min_length=1, max_length=210)]
+
+
+class VectorConfig(WireModel):
+    name: Name
+    type: VectorType
+    model: ModelName | None = None
+    revision: ModelName | None = None
+    query_model: ModelName | None = None
+    query_revision: ModelName | None = None
+    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] | None = None
+    top_k: Annotated[StrictInt, Field(ge=1, le=10_000)] = 128
+    wmtr_word_ratio: Annotated[StrictInt, Field(ge=0, le=100)] = 80
+    index_fields: list[IndexField] = Field(default_factory=lambda: [IndexField.CONTENT])
+    language_default_code: Annotated[StrictStr, Field(pattern=r"^[a-zA-Z]{2}$")] | None = "en"
+    language_detect: StrictBool = False
+    language_confidence: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1)] = 0.9
+    normalization: StrictBool | None = None
+    dense_distance: DenseDistance | None = DenseDistance.COSINE
+    keep_case: StrictBool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if "wmtr_word_weight" in data and "wmtr_word_ratio" not in data:
+                data["wmtr_word_ratio"] = data.pop("wmtr_word_weight")
+            kind = data.get("type")
+            if isinstance(kind, str):
+                kind = kind.lower()
+                data["type"] = "wmtr" if kind == "keyword" else kind
+            for key in ("dense_distance",):
+                if isinstance(data.get(key), str):
+                    data[key] = data[key].lower()
+        return data
+
+    @field_validator("index_fields")
+    @classmethod
+    def _fields_unique(cls, value: list[IndexField]) -> list[IndexField]:
+        if not value:
+            raise ValueError("index_fields must name at least one of name, description, content")
+        if len(set(value)) != len(value):
+            raise ValueError("index_fields must not repeat a field")
+        return value
+
+    @model_validator(mode="after")
+    def _type_rules(self) -> VectorConfig:
+        kind = self.type
+        if kind.uses_model:
+            if not self.model:
+                raise ValueError(f"model is required for {kind.value} vectors")
+        elif self.model or self.revision or self.query_model or self.query_revision:
+            raise ValueError(f"model is not allowed for {kind.value} vectors")
+        if kind is VectorType.DENSE_CUSTOM and self.dimensions is None:
+            raise ValueError("dimensions is required for dense_custom vectors")
+        if not kind.is_dense and kind is not VectorType.NOOP:
+            if self.normalization:
+                raise ValueError(f"normalization is not supported for {kind.value} vectors")
+        if kind in LANGUAGE_TYPES and not self.language_default_code:
+            raise ValueError(f"language_default_code is required for {kind.value} vectors")
+        if self.keep_case and not kind.uses_model:
+            raise ValueError("keep_case applies to model types only")
+        if self.normalization is None:
+            self.normalization = kind.is_dense
+        if not kind.is_dense:
+            self.dense_distance = None
+        if self.language_default_code:
+            self.language_default_code = self.language_default_code.lower()
+        return self
+
+
+NOOP_VECTOR = {"name": "noop", "type": "noop", "index_fields": ["name"]}
+
+
+class MetadataIndex(WireModel):
+    key: Name
+    type: MetadataType
+
+
+class CollectionConfig(WireModel):
+    vectors: list[VectorConfig] | None = Field(None, validate_default=True)
+    store_content: StrictBool = True
+    metadata_indexes: list[MetadataIndex] | None = None
+
+    @field_validator("vectors", mode="after")
+    @classmethod
+    def _default_and_unique(cls, value: list[VectorConfig] | None) -> list[VectorConfig]:
+        if not value:
+            return [VectorConfig.model_validate(NOOP_VECTOR)]
+        names = [v.name for v in value]
+        if len(set(names)) != len(names):
+            raise ValueError("vector names must be unique")
+        return value
+
+    @field_validator("metadata_indexes")
+    @classmethod
+    def _keys_unique(cls, value: list[MetadataIndex] | None) -> list[MetadataIndex] | None:
+        if value and len({m.key for m in value}) != len(value):
+            raise ValueError("metadata_indexes keys must be unique")
+        return value
+
+    def vector(self, name: str) -> VectorConfig | None:
+        return next((v for v in self.vectors or [] if v.name == name), None)

@@ -1,0 +1,96 @@
+"""SearchQuery and SearchResponse (API.md §5)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
+
+from core.enums import FusionMode, IndexField
+from core.schemas.common import WireModel
+from core.schemas.document import CustomDocumentVector, VectorData
+
+Number = StrictFloat | StrictInt
+ExcludableField = Literal["name", "description", "content", "tags", "metadata"]
+
+
+class VectorSearchOption(WireModel):
+    vector_name: StrictStr
+    field: IndexField | None = None
+    weight: Number = 1.0
+    wmtr_trigram_weight: Number = 1.0
+
+
+class CustomVector(WireModel):
+    vector_name: StrictStr
+    vector: list[Number] | list[list[Number]]
+
+
+class FacetOptions(WireModel):
+    prefetch_multiplier: Annotated[StrictInt, Field(ge=1, le=10)] = 2
+    max_values: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+
+
+class SearchQuery(WireModel):
+    query: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
+    vector_options: list[VectorSearchOption] | None = None
+    custom_vectors: list[CustomVector] | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    score_threshold: Number | None = None
+    document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None
+    document_tags_match_all: StrictBool = False
+    metadata_filter: dict[str, Any] | StrictStr | None = None
+    join: StrictStr | list[StrictStr] | None = None
+    exclude: list[ExcludableField] | None = None
+    group_field: StrictStr | None = None
+    group_max: Annotated[StrictInt, Field(ge=1)] = 3
+    group_max_fetches: Annotated[StrictInt, Field(ge=1)] = 2
+    facets: StrictBool = False
+    facet_options: FacetOptions | None = None
+    raw_scores: StrictBool = False
+    fusion_mode: FusionMode = FusionMode.RRF
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be empty")
+        return value
+
+
+class VectorScore(BaseModel):
+    field: str
+    vector: str
+    score: float
+    rank: int
+
+
+class SearchResult(BaseModel):
+    id: str
+    timestamp: datetime
+    tags: list[str] | None = None
+    name: str | None = None
+    description: str | None = None
+    content: str | None = None
+    content_hash: str | None = None
+    metadata: dict[str, Any] | None = None
+    custom_vectors: list[CustomDocumentVector] | None = None
+    vectors: list[VectorData] | None = None
+    joined: dict[str, list[dict[str, Any]]] | None = None
+    score: float
+    vector_scores: list[VectorScore] = Field(default_factory=list)
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    facet_counts: dict[str, dict[str, int]] | None = None
+    query_time_ms: float

@@ -1,0 +1,83 @@
+"""Every BRAID_* environment variable, read once into one typed settings object."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BRAID_", extra="ignore")
+
+    data_dir: Path = Path("data")
+    host: str = "0.0.0.0"
+    port: int = 8234
+    log_level: str = "info"
+
+    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    qdrant_url: str | None = None
+
+    # Encoders: the first `encoder_models` of `encoders` load models; the rest route.
+    encoders: int = Field(2, ge=1)
+    encoder_models: int = Field(1, ge=1)
+    encoder_index: int = Field(1, ge=1)
+    device: str = "auto"
+    encoder_threads: int = Field(0, ge=0)
+    model_dir: Path | None = None
+    allow_downloads: bool = False
+    embed_batch_size: int = Field(32, ge=1)
+    embed_batch_wait_ms: float = Field(3.0, ge=0)
+
+    # Bounds (DESIGN invariant 4).
+    document_queue_max: int = Field(100_000, ge=1)
+    search_queue_max: int = Field(1_000, ge=1)
+    rpc_timeout_s: float = Field(60.0, gt=0)
+    worker_batch_size: int = Field(64, ge=1)
+    worker_batch_wait_ms: float = Field(20.0, ge=0)
+    max_tries: int = Field(5, ge=1)
+    retry_after_s: int = Field(2, ge=1)
+
+    api_key: str | None = None
+    alt_api_key: str | None = None
+    read_key: str | None = None
+    alt_read_key: str | None = None
+    search_key: str | None = None
+    alt_search_key: str | None = None
+
+    @property
+    def store_dir(self) -> Path:
+        return self.data_dir.resolve() / "store"
+
+    @property
+    def hf_cache_dir(self) -> Path:
+        return self.data_dir.resolve() / "hf"
+
+    @property
+    def resolved_model_dir(self) -> Path:
+        return self.model_dir or self.data_dir.resolve() / "models"
+
+    @property
+    def holds_models(self) -> bool:
+        """Whether this encoder process is one of the first K that load models."""
+        return self.encoder_index <= self.encoder_models
+
+    @property
+    def threads_per_encoder(self) -> int:
+        """Intra-op threads so that encoders x threads <= cores."""
+        if self.encoder_threads:
+            return self.encoder_threads
+        holders = min(self.encoder_models, self.encoders)
+        return max(1, (os.cpu_count() or 1) // holders)
+
+    @property
+    def node_name(self) -> str:
+        return urlparse(self.amqp_url).hostname or "local"
+
+
+def load_settings() -> Settings:
+    return Settings()

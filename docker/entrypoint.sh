@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The one launcher for Braid: the container's ENTRYPOINT, `make run` and the integration tests.
+# Sets a default for every variable supervisord.conf and the programs need, decides which bundled
+# servers to start, then execs supervisord in the foreground. With arguments it sets up the same
+# environment and execs them instead (compose runs one role per container: `python3 -m app`).
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+# shellcheck source=docker/bundled.sh
+source docker/bundled.sh
+
+BRAID_DATA_DIR=${BRAID_DATA_DIR:-$PWD/data}
+mkdir -p "$BRAID_DATA_DIR"
+BRAID_DATA_DIR=$(cd "$BRAID_DATA_DIR" && pwd)
+export BRAID_DATA_DIR
+export BRAID_PORT=${BRAID_PORT:-8234}
+export BRAID_AMQP_URL=${BRAID_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
+export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}
+export BRAID_ENCODERS=${BRAID_ENCODERS:-2}
+export BRAID_ENCODER_MODELS=${BRAID_ENCODER_MODELS:-1}
+export BRAID_EPMD_PORT=${BRAID_EPMD_PORT:-4369}
+export BRAID_RABBITMQ_DIST_PORT=${BRAID_RABBITMQ_DIST_PORT:-25672}
+# BRAID_QDRANT_URL / BRAID_QDRANT_BINARY stay unset when not given: unset means embedded store.
+
+bundled_if_local() {
+    if is_local_url "$1"; then echo true; else echo false; fi
+}
+export BRAID_START_RABBITMQ BRAID_START_REDIS BRAID_START_QDRANT
+BRAID_START_RABBITMQ=$(bundled_if_local "$BRAID_AMQP_URL")
+BRAID_START_REDIS=$(bundled_if_local "$BRAID_REDIS_URL")
+BRAID_START_QDRANT=false
+if [[ -n ${BRAID_QDRANT_URL:-} ]] && is_local_url "$BRAID_QDRANT_URL" &&
+    [[ -f ${BRAID_QDRANT_BINARY:-} && -x ${BRAID_QDRANT_BINARY:-} ]]; then
+    BRAID_START_QDRANT=true
+fi
+
+mkdir -p "$BRAID_DATA_DIR"/{logs,rabbitmq,redis,store,qdrant,models,hf}
+
+if [[ ${BRAID_ALLOW_DOWNLOADS:-false} == true ]]; then
+    unset HF_HUB_OFFLINE TRANSFORMERS_OFFLINE # the image sets them
+else
+    export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+fi
+export HF_HOME=${HF_HOME:-$BRAID_DATA_DIR/hf}
+
+if (($# > 0)); then
+    exec "$@"
+fi
+
+echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT, encoders $BRAID_ENCODERS" \
+    "(models $BRAID_ENCODER_MODELS), bundled rabbitmq=$BRAID_START_RABBITMQ" \
+    "redis=$BRAID_START_REDIS qdrant=$BRAID_START_QDRANT"
+exec python3 -m supervisor.supervisord -n -c supervisord.conf

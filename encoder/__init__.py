@@ -1,0 +1,1 @@
+"""The encoder process: model registry and loading, micro-batching, routing to model holders."""

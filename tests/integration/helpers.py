@@ -1,0 +1,88 @@
+"""Small helpers for black-box tests over HTTP: polling instead of sleeping, sample data."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def ts(seconds: float = 0) -> str:
+    """A UTC timestamp `seconds` after a fixed base, as the API expects it."""
+    return (BASE_TIME + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def wait_until(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.2) -> T:
+    """Poll `check` until it returns something truthy; fail with the last value after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: T = check()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout:g} s (last: {last!r})")
+        time.sleep(interval)
+        last = check()
+    return last
+
+
+def keyword_collection(fields: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "vectors": [
+            {"name": "kw", "type": "keyword", "index_fields": fields or ["name", "content"]}
+        ]
+    }
+
+
+def hybrid_collection() -> dict[str, Any]:
+    return {
+        "vectors": [
+            {"name": "kw", "type": "keyword", "index_fields": ["name", "content"]},
+            {"name": "dense", "type": "dense_model", "model": MODEL, "index_fields": ["content"]},
+        ]
+    }
+
+
+def doc(doc_id: str, content: str, seconds: float = 0, **extra: Any) -> dict[str, Any]:
+    return {"id": doc_id, "timestamp": ts(seconds), "content": content, **extra}
+
+
+def create(client: httpx.Client, name: str, config: dict[str, Any]) -> None:
+    response = client.post(f"/v1/collections/{name}", json=config)
+    assert response.status_code == 200, response.text
+
+
+def search_ids(client: httpx.Client, name: str, query: str, **options: Any) -> list[str]:
+    response = client.post(f"/v1/collections/{name}/search", json={"query": query, **options})
+    assert response.status_code == 200, response.text
+    return [hit["id"] for hit in response.json()["results"]]
+
+
+def doc_count(client: httpx.Client, name: str) -> int:
+    response = client.get(f"/v1/collections/{name}/stats")
+    assert response.status_code == 200, response.text
+    return int(response.json()["doc_count"])
+
+
+def get_doc(client: httpx.Client, name: str, doc_id: str) -> dict[str, Any] | None:
+    response = client.get(f"/v1/collections/{name}/documents/{doc_id}")
+    if response.status_code == 404:
+        return None
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def queue_total(client: httpx.Client, name: str) -> int:
+    response = client.get(f"/v1/collections/{name}/queue/info")
+    assert response.status_code == 200, response.text
+    return int(response.json()["total"])
+
+
+def worker_metric(client: httpx.Client, key: str) -> float:
+    nodes = client.get("/v1/metrics/current").json()["nodes"]
+    return float(nodes["worker"]["meta"].get(key, 0))

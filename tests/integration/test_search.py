@@ -1,0 +1,87 @@
+"""Hybrid search on the real stack: the dense arm, weights, and search input errors."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.integration.helpers import create, doc, hybrid_collection, search_ids
+
+CAT = doc("cat", "A small cat sat on the mat and purred all afternoon.")
+TAX = doc("tax", "Quarterly tax filing deadlines for small businesses.")
+LATCH = doc("latch", "Kitten-proof cabinet latch hardware, pack of twelve.", name="Kitten latch")
+
+
+@pytest.fixture(scope="module")
+def hybrid(client: httpx.Client) -> str:
+    name = f"h{uuid.uuid4().hex[:10]}"
+    create(client, name, hybrid_collection())
+    for body in (CAT, TAX, LATCH):
+        assert client.post(f"/v1/collections/{name}/documents/sync", json=body).status_code == 200
+    return name
+
+
+def test_dense_arm_finds_document_sharing_no_word_with_query(
+    client: httpx.Client, hybrid: str
+) -> None:
+    keyword_only = [{"vector_name": "kw", "weight": 1.0}]
+    assert "cat" not in search_ids(client, hybrid, "feline pet", vector_options=keyword_only)
+    dense_only = [{"vector_name": "dense", "weight": 1.0}]
+    assert search_ids(client, hybrid, "feline pet", vector_options=dense_only)[0] == "cat"
+    assert "cat" in search_ids(client, hybrid, "feline pet")
+
+
+def test_weights_change_the_order(client: httpx.Client, hybrid: str) -> None:
+    def ranking(kw: float, dense: float) -> list[str]:
+        options = [
+            {"vector_name": "kw", "field": "name", "weight": kw},
+            {"vector_name": "kw", "field": "content", "weight": kw},
+            {"vector_name": "dense", "field": "content", "weight": dense},
+        ]
+        return search_ids(client, hybrid, "kitten", vector_options=options)
+
+    assert ranking(kw=5.0, dense=0.1)[0] == "latch"
+    assert ranking(kw=0.1, dense=5.0)[0] == "cat"
+
+
+def test_weight_zero_skips_an_arm(client: httpx.Client, hybrid: str) -> None:
+    options = [{"vector_name": "kw", "weight": 1.0}, {"vector_name": "dense", "weight": 0}]
+    assert search_ids(client, hybrid, "feline pet", vector_options=options) == []
+
+
+def test_search_response_shape_and_limit(client: httpx.Client, hybrid: str) -> None:
+    response = client.post(f"/v1/collections/{hybrid}/search", json={"query": "small", "limit": 1})
+    body = response.json()
+    assert response.status_code == 200 and len(body["results"]) == 1
+    assert body["query_time_ms"] >= 0 and body["facet_counts"] is None
+    hit = body["results"][0]
+    assert {"id", "timestamp", "content", "score", "vector_scores"} <= set(hit)
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"query": ""}, 422),
+        ({"query": "   "}, 422),
+        ({"query": "x" * 10_001}, 422),
+        ({"query": "x", "limit": 0}, 422),
+        ({"query": "x", "limit": 101}, 422),
+        ({"query": "x", "unknown": 1}, 422),
+        ({"query": "x", "vector_options": [{"vector_name": "nope"}]}, 400),
+        ({"query": "x", "vector_options": [{"vector_name": "dense", "field": "name"}]}, 400),
+    ],
+)
+def test_bad_search_input_is_rejected(
+    client: httpx.Client, hybrid: str, body: dict, status: int
+) -> None:  # type: ignore[type-arg]
+    response = client.post(f"/v1/collections/{hybrid}/search", json=body)
+    assert response.status_code == status, response.text
+    assert response.json()["detail"]
+
+
+def test_search_on_missing_collection_is_404(client: httpx.Client) -> None:
+    response = client.post("/v1/collections/does-not-exist/search", json={"query": "x"})
+    assert response.status_code == 404
+    assert response.json()["detail"] == "Configuration not found"

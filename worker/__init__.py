@@ -1,0 +1,1 @@
+"""The worker process: index pipeline, query pipeline, fusion, and the store (its only owner)."""

@@ -1,0 +1,117 @@
+"""The document consumer: collects queue messages into batches, applies them, then acks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from core.enums import DocumentStatus
+from core.ledger import Ledger
+from core.messages import DocumentMessage
+from core.retry import backoff_s, should_give_up
+from worker.indexing import Indexer, Write
+
+log = logging.getLogger(__name__)
+
+
+class DocumentConsumer:
+    def __init__(
+        self, indexer: Indexer, ledger: Ledger, batch_size: int, batch_wait_s: float, max_tries: int
+    ) -> None:
+        self._indexer = indexer
+        self._ledger = ledger
+        self._batch_size = batch_size
+        self._batch_wait_s = batch_wait_s
+        self._max_tries = max_tries
+        self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
+        self._stopping = asyncio.Event()
+
+    async def on_message(self, message: AbstractIncomingMessage) -> None:
+        await self._inbox.put(message)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            batch = await self._next_batch()
+            if batch:
+                await self._process(batch)
+
+    async def _next_batch(self) -> list[AbstractIncomingMessage]:
+        try:
+            first = await asyncio.wait_for(self._inbox.get(), timeout=0.5)
+        except TimeoutError:
+            return []
+        batch = [first]
+        deadline = asyncio.get_running_loop().time() + self._batch_wait_s
+        while len(batch) < self._batch_size:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0 and self._inbox.empty():
+                break
+            try:
+                batch.append(await asyncio.wait_for(self._inbox.get(), timeout=max(remaining, 0)))
+            except TimeoutError:
+                break
+        return batch
+
+    async def _process(self, batch: list[AbstractIncomingMessage]) -> None:
+        by_collection: dict[str, list[tuple[AbstractIncomingMessage, DocumentMessage]]] = (
+            defaultdict(list)
+        )
+        for message in batch:
+            try:
+                parsed = DocumentMessage.model_validate_json(message.body)
+            except ValueError:
+                log.error("dropping unreadable document message")
+                await message.ack()
+                continue
+            by_collection[parsed.collection].append((message, parsed))
+        for collection, items in by_collection.items():
+            await self._process_collection(collection, items)
+
+    async def _process_collection(
+        self, collection: str, items: list[tuple[AbstractIncomingMessage, DocumentMessage]]
+    ) -> None:
+        live = await self._ledger.live_items(collection, [m.queue_id for _, m in items])
+        dead = [(raw, m) for raw, m in items if m.queue_id not in live]
+        for raw, _ in dead:
+            await raw.ack()  # cancelled by a newer delete, a purge or a dropped collection
+        items = [(raw, m) for raw, m in items if m.queue_id in live]
+        if not items:
+            return
+        writes = [Write(m.op, m.doc_id, m.timestamp, m.document) for _, m in items]
+        try:
+            await self._indexer.apply(collection, writes)
+        except Exception as exc:  # process boundary for this batch: retry, then fail the items
+            log.exception("indexing %d writes into %s failed", len(items), collection)
+            await self._retry_or_fail(collection, items, live, str(exc) or type(exc).__name__)
+            return
+        for raw, m in items:
+            await self._ledger.finish(collection, m.queue_id, m.doc_id)
+            await raw.ack()
+
+    async def _retry_or_fail(
+        self,
+        collection: str,
+        items: list[tuple[AbstractIncomingMessage, DocumentMessage]],
+        live: dict[str, dict[str, object]],
+        reason: str,
+    ) -> None:
+        tries = 1 + max(int(str(live[m.queue_id].get("try_count", 0))) for _, m in items)
+        await asyncio.sleep(backoff_s(tries))
+        for raw, m in items:
+            try_count = int(str(live[m.queue_id].get("try_count", 0))) + 1
+            if should_give_up(try_count, self._max_tries):
+                await self._ledger.restate(
+                    collection, m.queue_id, DocumentStatus.FAILED, reason, try_count
+                )
+                await raw.ack()
+            else:
+                await self._ledger.restate(
+                    collection, m.queue_id, DocumentStatus.REQUEUED, reason, try_count
+                )
+                await raw.nack(requeue=True)

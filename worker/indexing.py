@@ -1,0 +1,239 @@
+"""The index pipeline: newest-timestamp-wins writes of a batch of documents to the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from core.catalog import Catalog
+from core.enums import EmbedKind, OpType
+from core.ledger import Ledger, to_micros
+from core.schemas.collection import CollectionConfig
+from core.schemas.document import Document
+from worker.lexstats import LexicalStats
+from worker.locks import DocumentLocks
+from worker.payload import stored_hashes, stored_lengths, stored_micros, to_payload
+from worker.slots import Slot, slots
+from worker.store.protocol import PointWrite, Store, StoredPoint, VectorValue
+from worker.vectorizer import Vectorizer, lexical_document
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"
+    STALE = "stale"
+    GONE = "gone"  # the collection no longer exists
+
+
+@dataclass(frozen=True)
+class Write:
+    op: OpType
+    doc_id: str
+    timestamp: datetime
+    document: Document | None = None
+
+    @property
+    def micros(self) -> int:
+        return to_micros(self.timestamp)
+
+
+@dataclass
+class _Plan:
+    points: list[PointWrite] = field(default_factory=list)
+    payload_only: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    stat_deltas: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def count(self, lengths: dict[str, int], sign: int) -> None:
+        for slot, length in lengths.items():
+            total, docs = self.stat_deltas.get(slot, (0, 0))
+            self.stat_deltas[slot] = (total + sign * length, docs + sign)
+
+
+def newest_per_document(writes: list[Write]) -> dict[str, Write]:
+    """Only the newest write of a document matters; a delete wins a tie."""
+    winners: dict[str, Write] = {}
+    for write in writes:
+        best = winners.get(write.doc_id)
+        if best is None or (write.micros, write.op is OpType.DELETE) > (
+            best.micros,
+            best.op is OpType.DELETE,
+        ):
+            winners[write.doc_id] = write
+    return winners
+
+
+class Indexer:
+    def __init__(
+        self,
+        store: Store,
+        vectorizer: Vectorizer,
+        catalog: Catalog,
+        ledger: Ledger,
+        stats: LexicalStats,
+        locks: DocumentLocks,
+    ) -> None:
+        self._store = store
+        self._vectorizer = vectorizer
+        self._catalog = catalog
+        self._ledger = ledger
+        self._stats = stats
+        self._locks = locks
+
+    async def apply(self, collection: str, writes: list[Write]) -> dict[str, Outcome]:
+        """Apply writes; the outcome of each document's winning write, by document id."""
+        config = await self._catalog.get(collection)
+        if config is None:
+            return {w.doc_id: Outcome.GONE for w in writes}
+        winners = newest_per_document(writes)
+        async with self._locks.hold(collection, list(winners)):
+            stored = await self._store.retrieve(collection, list(winners))
+            tombs = await self._ledger.tombstones(collection, list(winners))
+            outcomes, plan = await self._plan(collection, config, winners, stored, tombs)
+            await self._execute(collection, plan)
+        return {
+            w.doc_id: outcomes[w.doc_id] if winners[w.doc_id] is w else Outcome.STALE
+            for w in writes
+        }
+
+    async def _plan(
+        self,
+        collection: str,
+        config: CollectionConfig,
+        winners: dict[str, Write],
+        stored: dict[str, StoredPoint],
+        tombs: dict[str, int],
+    ) -> tuple[dict[str, Outcome], _Plan]:
+        plan, outcomes, upserts = _Plan(), {}, []
+        for doc_id, write in winners.items():
+            old = stored.get(doc_id)
+            old_micros = stored_micros(old.payload) if old else -1
+            if write.micros <= old_micros or (
+                write.op is OpType.UPSERT and write.micros <= tombs.get(doc_id, -1)
+            ):
+                outcomes[doc_id] = Outcome.STALE
+                continue
+            outcomes[doc_id] = Outcome.APPLIED
+            if write.op is OpType.DELETE:
+                if old is not None:
+                    plan.deletes.append(doc_id)
+                    plan.count(stored_lengths(old.payload), -1)
+            else:
+                upserts.append(write)
+        if upserts:
+            await self._plan_upserts(collection, config, upserts, stored, plan)
+        return outcomes, plan
+
+    async def _plan_upserts(
+        self,
+        collection: str,
+        config: CollectionConfig,
+        upserts: list[Write],
+        stored: dict[str, StoredPoint],
+        plan: _Plan,
+    ) -> None:
+        all_slots = slots(config)
+        changed: list[Write] = []
+        for write in upserts:
+            assert write.document is not None
+            old = stored.get(write.doc_id)
+            hashes = {s.name: s.text_hash(write.document) for s in all_slots}
+            if old is not None and stored_hashes(old.payload) == hashes:
+                lengths = stored_lengths(old.payload)
+                payload = to_payload(write.document, config.store_content, hashes, lengths)
+                plan.payload_only.append((write.doc_id, payload))
+            else:
+                changed.append(write)
+        if not changed:
+            return
+        reusable = await self._reusable_vectors(collection, all_slots, changed, stored)
+        averages = await self._stats.averages(collection)
+        vectors = await self._vectors(all_slots, changed, reusable, averages)
+        for write in changed:
+            assert write.document is not None
+            doc_vectors, lengths = vectors[write.doc_id]
+            hashes = {s.name: s.text_hash(write.document) for s in all_slots}
+            payload = to_payload(write.document, config.store_content, hashes, lengths)
+            plan.points.append(PointWrite(write.doc_id, payload, doc_vectors))
+            old = stored.get(write.doc_id)
+            if old is not None:
+                plan.count(stored_lengths(old.payload), -1)
+            plan.count(lengths, +1)
+
+    async def _reusable_vectors(
+        self,
+        collection: str,
+        all_slots: list[Slot],
+        changed: list[Write],
+        stored: dict[str, StoredPoint],
+    ) -> dict[str, dict[str, VectorValue]]:
+        """Stored model vectors whose slot text is unchanged: never embed the same text twice."""
+        unchanged: dict[str, set[str]] = {}
+        for write in changed:
+            old = stored.get(write.doc_id)
+            assert write.document is not None
+            if old is None:
+                continue
+            old_hashes = stored_hashes(old.payload)
+            same = {
+                s.name
+                for s in all_slots
+                if s.kind.uses_model and old_hashes.get(s.name) == s.text_hash(write.document)
+            }
+            if same:
+                unchanged[write.doc_id] = same
+        if not unchanged:
+            return {}
+        points = await self._store.retrieve(collection, list(unchanged), with_vectors=True)
+        return {
+            doc_id: {k: v for k, v in (point.vectors or {}).items() if k in unchanged[doc_id]}
+            for doc_id, point in points.items()
+        }
+
+    async def _vectors(
+        self,
+        all_slots: list[Slot],
+        changed: list[Write],
+        reusable: dict[str, dict[str, VectorValue]],
+        averages: dict[str, float],
+    ) -> dict[str, tuple[dict[str, VectorValue], dict[str, int]]]:
+        result: dict[str, tuple[dict[str, VectorValue], dict[str, int]]] = {
+            w.doc_id: ({}, {}) for w in changed
+        }
+        to_embed: dict[str, list[tuple[str, Slot, str]]] = {}
+        for write in changed:
+            assert write.document is not None
+            doc_vectors, lengths = result[write.doc_id]
+            for slot in all_slots:
+                text = write.document.field_text(slot.field)
+                if not text.strip():
+                    continue
+                if slot.kind.is_lexical:
+                    vector, length = lexical_document(slot, text, averages.get(slot.name, 0.0))
+                    if len(vector):
+                        doc_vectors[slot.name] = vector
+                    lengths[slot.name] = length
+                elif slot.kind.uses_model:
+                    kept = reusable.get(write.doc_id, {}).get(slot.name)
+                    if kept is not None:
+                        doc_vectors[slot.name] = kept
+                    else:
+                        to_embed.setdefault(slot.vector.name, []).append((write.doc_id, slot, text))
+        for jobs in to_embed.values():
+            embedded = await self._vectorizer.embed(
+                jobs[0][1].vector, EmbedKind.DOCUMENT, [text for _, _, text in jobs]
+            )
+            for (doc_id, slot, _), vector in zip(jobs, embedded, strict=True):
+                result[doc_id][0][slot.name] = vector
+        return result
+
+    async def _execute(self, collection: str, plan: _Plan) -> None:
+        if plan.points:
+            await self._store.upsert(collection, plan.points)
+        for doc_id, payload in plan.payload_only:
+            await self._store.overwrite_payload(collection, doc_id, payload)
+        if plan.deletes:
+            await self._store.delete(collection, plan.deletes)
+        await self._stats.apply(collection, plan.stat_deltas)
+        if plan.points or plan.deletes:
+            await self._store.maintain(collection)

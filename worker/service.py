@@ -1,0 +1,105 @@
+"""The worker's lifecycle: connect, open the store, consume documents, serve RPCs, heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+from redis.asyncio import Redis
+
+from core.bus import Bus
+from core.catalog import Catalog
+from core.ledger import Ledger
+from core.messages import SearchRequest, WorkerCall
+from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys
+from core.redis_client import connect_redis
+from core.schemas.search import SearchResponse
+from core.settings import Settings
+from core.topology import topology
+from worker.admin import Admin
+from worker.consumer import DocumentConsumer
+from worker.indexing import Indexer
+from worker.lexstats import LexicalStats
+from worker.locks import DocumentLocks
+from worker.querying import Searcher
+from worker.store import open_store
+from worker.store.protocol import Store
+from worker.vectorizer import Vectorizer
+
+log = logging.getLogger(__name__)
+HEARTBEAT_S = 2.0
+HEARTBEAT_TTL_S = 10
+
+
+class WorkerService:
+    def __init__(self, settings: Settings, bus: Bus, redis: Redis, store: Store) -> None:
+        self._settings = settings
+        self._bus = bus
+        self._redis = redis
+        self._store = store
+        catalog, ledger, stats = Catalog(redis), Ledger(redis), LexicalStats(redis)
+        self._vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
+        indexer = Indexer(store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis))
+        self._searcher = Searcher(store, self._vectorizer, catalog)
+        self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats)
+        self._consumer = DocumentConsumer(
+            indexer,
+            ledger,
+            settings.worker_batch_size,
+            settings.worker_batch_wait_ms / 1000,
+            settings.max_tries,
+        )
+
+    @classmethod
+    async def start(cls, settings: Settings) -> WorkerService:
+        redis = await connect_redis(settings.redis_url)
+        bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
+        await bus.declare(topology(settings))
+        store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
+        return cls(settings, bus, redis, store)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self._bus.serve(SEARCH_QUEUE, SearchRequest, self._search, concurrency=32)
+        await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._admin.handle, concurrency=16)
+        await self._bus.consume(
+            DOCUMENTS_QUEUE,
+            self._consumer.on_message,
+            prefetch=self._settings.worker_batch_size * 2,
+        )
+        tasks = [asyncio.create_task(self._consumer.run()), asyncio.create_task(self._heartbeat())]
+        log.info("worker ready")
+        await stop.wait()
+        self._consumer.stop()
+        await asyncio.wait(tasks, timeout=15)
+        for task in tasks:
+            task.cancel()
+
+    async def close(self) -> None:
+        await self._bus.close()
+        await self._store.close()
+        await self._redis.aclose()
+
+    async def _search(self, request: SearchRequest) -> SearchResponse:
+        return await self._searcher.search(request.collection, request.query)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            state = {
+                "ts": time.time(),
+                "store": await self._store_ok(),
+                "index": True,
+                "query": True,
+            }
+            await self._redis.set(
+                RedisKeys.heartbeat("worker"), json.dumps(state), ex=HEARTBEAT_TTL_S
+            )
+            await asyncio.sleep(HEARTBEAT_S)
+
+    async def _store_ok(self) -> bool:
+        try:
+            await self._store.list_collections()
+            return True
+        except Exception:  # any failure of the store means "not ready"
+            return False

@@ -1,0 +1,65 @@
+"""Slots: one store vector per (collection vector, indexed field), with its text and hash."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from core.enums import IndexField, VectorType
+from core.lexical import LexicalParams
+from core.schemas.collection import CollectionConfig, VectorConfig
+from core.schemas.document import Document
+from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot
+
+
+@dataclass(frozen=True)
+class Slot:
+    vector: VectorConfig
+    field: IndexField
+
+    @property
+    def name(self) -> str:
+        """The store's vector name for this slot."""
+        return f"{self.vector.name}.{self.field.value}"
+
+    @property
+    def kind(self) -> VectorType:
+        return self.vector.type
+
+    def lexical_params(self) -> LexicalParams:
+        return LexicalParams(
+            kind=self.kind,
+            top_k=self.vector.top_k,
+            word_ratio=self.vector.wmtr_word_ratio,
+            language=self.vector.language_default_code or "en",
+        )
+
+    def text_hash(self, document: Document) -> str:
+        """Changes exactly when this slot's vector would change (text or vector config)."""
+        digest = hashlib.sha256()
+        digest.update(self.vector.model_dump_json().encode())
+        digest.update(b"\0")
+        digest.update(document.field_text(self.field).encode())
+        return digest.hexdigest()[:32]
+
+
+def slots(config: CollectionConfig) -> list[Slot]:
+    return [
+        Slot(vector, field)
+        for vector in config.vectors or []
+        if vector.type is not VectorType.NOOP
+        for field in vector.index_fields
+    ]
+
+
+def store_schema(config: CollectionConfig) -> CollectionSchema:
+    dense, sparse = [], []
+    for slot in slots(config):
+        if slot.kind.is_dense:
+            assert slot.vector.dimensions, "dimensions are known once the collection exists"
+            dense.append(
+                DenseSlot(slot.name, slot.vector.dimensions, slot.vector.dense_distance or "cosine")
+            )
+        else:
+            sparse.append(SparseSlot(slot.name, idf=slot.kind.is_lexical))
+    return CollectionSchema(dense=dense, sparse=sparse)

@@ -1,0 +1,118 @@
+"""The Store protocol: every store operation the worker needs, in store-neutral types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.enums import DenseDistance
+from core.vectors import SparseVector
+
+VectorValue = list[float] | SparseVector
+
+
+@dataclass(frozen=True)
+class DenseSlot:
+    """A dense named vector of the collection."""
+
+    name: str
+    dimensions: int
+    distance: DenseDistance = DenseDistance.COSINE
+
+
+@dataclass(frozen=True)
+class SparseSlot:
+    """A sparse named vector; `idf` makes the store apply IDF at query time."""
+
+    name: str
+    idf: bool = True
+
+
+@dataclass(frozen=True)
+class CollectionSchema:
+    dense: list[DenseSlot] = field(default_factory=list)
+    sparse: list[SparseSlot] = field(default_factory=list)
+
+
+@dataclass
+class PointWrite:
+    """One document as the store keeps it: payload plus one vector per slot."""
+
+    doc_id: str
+    payload: dict[str, Any]
+    vectors: dict[str, VectorValue]
+
+
+@dataclass
+class StoredPoint:
+    doc_id: str
+    payload: dict[str, Any]
+    vectors: dict[str, VectorValue] | None = None
+
+
+@dataclass(frozen=True)
+class ArmQuery:
+    """One retrieval arm: nearest neighbours of `vector` in slot `slot`."""
+
+    slot: str
+    vector: VectorValue
+    limit: int
+
+
+@dataclass(frozen=True)
+class ArmHit:
+    doc_id: str
+    score: float
+
+
+class StoreError(Exception):
+    """A store operation failed (the backend's own error is chained)."""
+
+
+class CollectionMissing(StoreError):
+    pass
+
+
+class CollectionExists(StoreError):
+    pass
+
+
+class Store(Protocol):
+    """What the worker asks of a vector store. Every write is durable when it returns."""
+
+    async def create_collection(self, name: str, schema: CollectionSchema) -> None:
+        """Create an empty collection; CollectionExists if it is there already."""
+
+    async def delete_collection(self, name: str) -> None:
+        """Drop the collection and its data; no error if it is absent."""
+
+    async def collection_exists(self, name: str) -> bool: ...
+
+    async def list_collections(self) -> list[str]: ...
+
+    async def upsert(self, name: str, points: list[PointWrite]) -> None:
+        """Insert or replace whole points (payload and every vector)."""
+
+    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
+        """Replace a stored point's payload, keeping its vectors untouched."""
+
+    async def delete(self, name: str, doc_ids: list[str]) -> None:
+        """Delete points by document id; absent ids are ignored."""
+
+    async def retrieve(
+        self, name: str, doc_ids: list[str], with_vectors: bool = False
+    ) -> dict[str, StoredPoint]:
+        """The stored points among `doc_ids`, keyed by document id (absent ids left out)."""
+
+    async def count(self, name: str) -> int: ...
+
+    async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
+        """Run every arm as one batch; hits per arm, best first."""
+
+    async def empty(self, name: str) -> None:
+        """Remove every point, keep the collection and its schema."""
+
+    async def maintain(self, name: str) -> None:
+        """Housekeeping after writes (the embedded engine optimizes here); cheap when idle."""
+
+    async def close(self) -> None: ...
