@@ -1,1 +1,1 @@
-"""What two or more Braid processes share: settings, schemas, messages, the bus, lexical encoders."""
+"""What two or more Braid processes share: settings, schemas, messages, bus, lexical encoders."""

@@ -163,6 +163,22 @@ class Ledger:
         raws = await self._redis.hmget(RedisKeys.tombstones(collection), doc_ids)
         return {d: int(r) for d, r in zip(doc_ids, raws, strict=True) if r is not None}
 
+    async def record_indexed(
+        self, collection: str, stored: dict[str, datetime], deleted: list[str]
+    ) -> None:
+        """Remember which version of each document the store now holds."""
+        pipe = self._redis.pipeline(transaction=False)
+        key = RedisKeys.indexed(collection)
+        if stored:
+            pipe.hset(key, mapping={d: ts.isoformat() for d, ts in stored.items()})
+        if deleted:
+            pipe.hdel(key, *deleted)
+        await pipe.execute()
+
+    async def indexed_at(self, collection: str, doc_id: str) -> datetime | None:
+        raw = await self._redis.hget(RedisKeys.indexed(collection), doc_id)
+        return datetime.fromisoformat(as_text(raw)) if raw else None
+
     async def purge(self, collection: str) -> None:
         """Forget every queued item of the collection (its messages become no-ops)."""
         pattern = RedisKeys.doc_items(collection, "*")

@@ -53,6 +53,11 @@ class RedisKeys:
         return f"{cls.prefix}:tomb:{collection}"
 
     @classmethod
+    def indexed(cls, collection: str) -> str:
+        """Hash doc_id -> timestamp of the stored version (status answers without the store)."""
+        return f"{cls.prefix}:indexed:{collection}"
+
+    @classmethod
     def doc_lock(cls, collection: str, doc_id: str) -> str:
         return f"{cls.prefix}:lock:{collection}:{doc_id}"
 

@@ -15,6 +15,7 @@ from core.errors import Unavailable
 log = logging.getLogger(__name__)
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
+OnBatch = Callable[[int, float], None]  # (texts in the batch, model ms)
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,15 @@ def length_order(texts: list[str]) -> list[int]:
 class Batcher:
     """Embeds requests that arrive together as one batch, on a single model-execution lane."""
 
-    def __init__(self, max_texts: int, wait_ms: float, drain_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        max_texts: int,
+        wait_ms: float,
+        drain_s: float = 10.0,
+        on_batch: OnBatch | None = None,
+    ) -> None:
         self._max_texts = max_texts
+        self._on_batch = on_batch
         self._wait_s = wait_ms / 1000.0
         self._drain_s = drain_s
         self._groups: dict[tuple[EmbedKind, BatchKey], _Group] = {}
@@ -76,11 +84,18 @@ class Batcher:
         self._closing = False
         self._lane: asyncio.Task[None] | None = None
         self._running: list[_Piece] = []
-        self.batches = 0
 
     def start(self) -> None:
         if self._lane is None:
             self._lane = asyncio.create_task(self._run(), name="embed-lane")
+            self._lane.add_done_callback(self._lane_done)
+
+    def _lane_done(self, lane: asyncio.Task[None]) -> None:
+        """A lane that died of a bug must not leave callers waiting: fail them, allow a restart."""
+        if not lane.cancelled() and lane.exception() is not None:
+            log.error("embedding lane crashed", exc_info=lane.exception())
+            self._fail_pending(Unavailable("embedding lane crashed; retry"))
+        self._lane = None
 
     async def embed(
         self, key: BatchKey, kind: EmbedKind, texts: list[str], embed_fn: EmbedFn
@@ -106,12 +121,13 @@ class Batcher:
         """Flush what is pending within the drain bound; fail whatever is left."""
         self._closing = True
         self._wake.set()
-        if self._lane is not None:
+        lane = self._lane
+        if lane is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._lane), self._drain_s)
+                await asyncio.wait_for(asyncio.shield(lane), self._drain_s)
             except TimeoutError:
                 log.warning("embedding lane did not drain within %.1f s", self._drain_s)
-                self._lane.cancel()
+                lane.cancel()
         self._fail_pending(Unavailable("encoder is shutting down"))
 
     async def _run(self) -> None:
@@ -190,7 +206,8 @@ class Batcher:
             return
         finally:
             self._running = []
-        self.batches += 1
+        if self._on_batch is not None:
+            self._on_batch(len(texts), elapsed_ms)
         unsorted: list[list[float]] = [[] for _ in texts]
         for position, index in enumerate(order):
             unsorted[index] = vectors[position]

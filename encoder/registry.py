@@ -117,7 +117,9 @@ def _strip_normalize(model: SentenceTransformer) -> None:
 def load_model(path: Path, device: str) -> SentenceTransformer:
     """Load with sentence-transformers; any failure means the model is not usable here."""
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # keeps progress bars out of the process log
     try:
         model = SentenceTransformer(str(path), device=device, local_files_only=True)
         dimension = model.get_embedding_dimension()

@@ -39,11 +39,14 @@ class EncoderService:
         self.index = settings.encoder_index
         self._bus = bus
         self._registry = ModelRegistry(settings)
-        self._batcher = Batcher(
-            settings.embed_batch_size, settings.embed_batch_wait_ms, drain_s=BATCHER_DRAIN_S
-        )
         self._forwarder = Forwarder(bus, settings.rpc_timeout_s)
         self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
+        self._batcher = Batcher(
+            settings.embed_batch_size,
+            settings.embed_batch_wait_ms,
+            drain_s=BATCHER_DRAIN_S,
+            on_batch=self._stats.batch,
+        )
         self._in_flight: set[asyncio.Task[None]] = set()
         self._draining = False
 

@@ -17,8 +17,16 @@ from core.names import RedisKeys
 
 log = logging.getLogger(__name__)
 
-COUNTERS = ("served", "forwarded", "errors", "texts_embedded", "inference_count", "routed_count")
-TIMERS = ("inference_ms_sum", "routed_ms_sum")
+COUNTERS = (
+    "served",
+    "forwarded",
+    "errors",
+    "texts_embedded",
+    "inference_count",
+    "routed_count",
+    "batches",
+)
+TIMERS = ("inference_ms_sum", "routed_ms_sum", "batch_ms_sum")
 
 
 class EncoderStats:
@@ -46,9 +54,15 @@ class EncoderStats:
         self._counts["served"] += 1
 
     def inference(self, elapsed_ms: float, texts: int) -> None:
+        """Model time of one answered request (the sum of the batches it was part of)."""
         self._counts["texts_embedded"] += texts
         self._counts["inference_count"] += 1
         self._times["inference_ms_sum"] += elapsed_ms
+
+    def batch(self, texts: int, elapsed_ms: float) -> None:
+        """One model call; texts_embedded / batches is the mean batch size."""
+        self._counts["batches"] += 1
+        self._times["batch_ms_sum"] += elapsed_ms
 
     def routed(self, elapsed_ms: float) -> None:
         self._counts["forwarded"] += 1

