@@ -11,7 +11,6 @@ from core.schemas.collection import CollectionConfig, VectorConfig
 from core.schemas.document import Document
 from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot
 
-
 NOOP_SLOT = "_noop"
 
 

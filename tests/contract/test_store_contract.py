@@ -241,8 +241,9 @@ async def test_queries_run_while_writes_are_in_flight(docs: Store) -> None:
     await docs.upsert(COLLECTION, [point("anchor", [0, 0, 1.0, 0])])
     writes = [docs.upsert(COLLECTION, [point(f"w{b}-{i}") for i in range(50)]) for b in range(8)]
     query = [ArmQuery("dense", [0, 0, 1.0, 0], 1)]
-    results = await asyncio.gather(*writes, *[docs.query_arms(COLLECTION, query) for _ in range(8)])
-    assert all(ids(r[0]) == ["anchor"] for r in results[8:])
+    queries = [docs.query_arms(COLLECTION, query) for _ in range(8)]
+    _, answers = await asyncio.gather(asyncio.gather(*writes), asyncio.gather(*queries))
+    assert [ids(a[0]) for a in answers] == [["anchor"]] * 8
     assert await docs.count(COLLECTION) == 401
 
 

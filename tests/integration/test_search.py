@@ -11,6 +11,7 @@ from tests.integration.helpers import create, doc, hybrid_collection, search_ids
 
 CAT = doc("cat", "A small cat sat on the mat and purred all afternoon.")
 TAX = doc("tax", "Quarterly tax filing deadlines for small businesses.")
+PET = doc("pet", "Pet insurance policy terms and yearly premiums.")
 LATCH = doc("latch", "Kitten-proof cabinet latch hardware, pack of twelve.", name="Kitten latch")
 
 
@@ -18,7 +19,7 @@ LATCH = doc("latch", "Kitten-proof cabinet latch hardware, pack of twelve.", nam
 def hybrid(client: httpx.Client) -> str:
     name = f"h{uuid.uuid4().hex[:10]}"
     create(client, name, hybrid_collection())
-    for body in (CAT, TAX, LATCH):
+    for body in (CAT, TAX, PET, LATCH):
         assert client.post(f"/v1/collections/{name}/documents/sync", json=body).status_code == 200
     return name
 
@@ -40,15 +41,19 @@ def test_weights_change_the_order(client: httpx.Client, hybrid: str) -> None:
             {"vector_name": "kw", "field": "content", "weight": kw},
             {"vector_name": "dense", "field": "content", "weight": dense},
         ]
-        return search_ids(client, hybrid, "kitten", vector_options=options)
+        return search_ids(client, hybrid, "feline pet", vector_options=options)
 
-    assert ranking(kw=5.0, dense=0.1)[0] == "latch"
+    # The keyword arms only match "pet"; the dense arm puts the cat first.
+    assert ranking(kw=5.0, dense=0.1)[0] == "pet"
     assert ranking(kw=0.1, dense=5.0)[0] == "cat"
 
 
 def test_weight_zero_skips_an_arm(client: httpx.Client, hybrid: str) -> None:
     options = [{"vector_name": "kw", "weight": 1.0}, {"vector_name": "dense", "weight": 0}]
-    assert search_ids(client, hybrid, "feline pet", vector_options=options) == []
+    keyword_only = [{"vector_name": "kw", "weight": 1.0}]
+    skipped = search_ids(client, hybrid, "feline pet", vector_options=options)
+    assert skipped == search_ids(client, hybrid, "feline pet", vector_options=keyword_only)
+    assert "cat" not in skipped
 
 
 def test_search_response_shape_and_limit(client: httpx.Client, hybrid: str) -> None:
