@@ -85,7 +85,8 @@ class SearchResult(BaseModel):
     metadata: dict[str, Any] | None = None
     custom_vectors: list[CustomDocumentVector] | None = None
     vectors: list[VectorData] | None = None
-    joined: dict[str, list[dict[str, Any]]] | None = None
+    # Left out unless a join asked for it: Amgix clients read it as a mapping when present.
+    joined: dict[str, list[dict[str, Any]]] | None = Field(None, exclude_if=lambda v: v is None)
     score: float
     vector_scores: list[VectorScore] = Field(default_factory=list)
 

@@ -50,7 +50,7 @@ async def _drive(base_url: str) -> None:
                 break
             await asyncio.sleep(0.2)
         assert stats.doc_count == 2
-        found = await api.search(name, SearchQuery(query="cooking noodles", limit=5))
+        found = await api.search(name, SearchQuery(query="how to cook spaghetti", limit=5))
         assert found.results[0].id == "p1"
         got = await api.get_document(name, "p2")
         assert got.name == "Bikes" and got.timestamp == now

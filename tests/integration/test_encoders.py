@@ -40,9 +40,11 @@ def test_non_holder_forwards_model_work_to_the_holder(stack, client: httpx.Clien
     assert reply.holder == 1
     # Stats are flushed to Redis about once a second.
     after = wait_until(
-        lambda: (e := _encoders(client)["encoder-2"])
-        and int(e.get("forwarded", 0)) == forwarded_before + 1
-        and e
+        lambda: (
+            (e := _encoders(client)["encoder-2"])
+            and int(e.get("forwarded", 0)) == forwarded_before + 1
+            and e
+        )
     )
     assert float(after["routed_ms_sum"]) > 0
 
@@ -51,8 +53,10 @@ def test_with_two_model_encoders_both_hold_the_model(make_stack) -> None:  # typ
     stack = make_stack({"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "2"})
     with httpx.Client(base_url=stack.base_url, timeout=60) as client:
         roles = wait_until(
-            lambda: len(_encoders(client)) == 2
-            and {n: e.get("role") for n, e in _encoders(client).items()}
+            lambda: (
+                len(_encoders(client)) == 2
+                and {n: e.get("role") for n, e in _encoders(client).items()}
+            )
         )
         assert roles == {"encoder-1": "model_holder", "encoder-2": "model_holder"}
         assert _embed_via(stack.amqp_url, 2).holder == 2

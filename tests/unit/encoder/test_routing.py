@@ -1,0 +1,45 @@
+"""Which queues an encoder consumes follows from its role."""
+
+from __future__ import annotations
+
+from core.enums import EmbedKind, EncoderRole
+from core.names import embed_queue, encoder_queue, holder_queue
+from core.settings import Settings
+from encoder.routing import consumed_queues, own_queue_spec, role_of
+
+
+def settings_for(index: int) -> Settings:
+    return Settings(encoders=3, encoder_models=1, encoder_index=index)
+
+
+def test_the_first_k_encoders_hold_models_and_the_rest_route() -> None:
+    assert [role_of(settings_for(i)) for i in (1, 2, 3)] == [
+        EncoderRole.MODEL_HOLDER,
+        EncoderRole.ROUTER,
+        EncoderRole.ROUTER,
+    ]
+
+
+def test_a_holder_consumes_the_shared_holder_and_own_queues() -> None:
+    assert set(consumed_queues(settings_for(1))) == {
+        embed_queue(EmbedKind.QUERY),
+        embed_queue(EmbedKind.DOCUMENT),
+        holder_queue(EmbedKind.QUERY),
+        holder_queue(EmbedKind.DOCUMENT),
+        encoder_queue(1),
+    }
+
+
+def test_a_router_never_consumes_the_holder_queues() -> None:
+    assert set(consumed_queues(settings_for(2))) == {
+        embed_queue(EmbedKind.QUERY),
+        embed_queue(EmbedKind.DOCUMENT),
+        encoder_queue(2),
+    }
+
+
+def test_an_encoders_own_queue_is_bounded_and_expires_with_the_rpc_timeout() -> None:
+    spec = own_queue_spec(Settings(encoder_index=3, rpc_timeout_s=7))
+    assert spec.name == encoder_queue(3) and not spec.durable
+    assert spec.arguments["x-overflow"] == "reject-publish"
+    assert spec.arguments["x-message-ttl"] == 7000
