@@ -93,9 +93,6 @@ class Ledger:
             pipe.hincrby(RedisKeys.queue_counts(collection), f"queued_{write.op.value}", 1)
         await pipe.execute()
 
-    async def is_live(self, collection: str, queue_id: str) -> bool:
-        return bool(await self._redis.hexists(RedisKeys.queue_items(collection), queue_id))
-
     async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, dict[str, Any]]:
         if not queue_ids:
             return {}

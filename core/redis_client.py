@@ -7,7 +7,7 @@ import logging
 import time
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 
 from core.errors import Unavailable
 
@@ -21,7 +21,7 @@ async def connect_redis(url: str, retry_for_s: float = 180.0) -> Redis:
         try:
             await client.ping()
             return client
-        except (RedisConnectionError, OSError) as exc:
+        except (RedisError, OSError) as exc:
             if time.monotonic() > deadline:
                 raise Unavailable(f"redis unreachable: {exc}") from exc
             log.info("redis not ready (%s); retrying", exc)

@@ -5,35 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import time
-
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from core.bus import Bus
-from core.errors import Unavailable
+from core.redis_client import connect_redis
 from core.settings import Settings, load_settings
 from encoder.service import EncoderService
 
 log = logging.getLogger("encoder")
 
 DRAIN_S = 8.0  # with the batcher's 2 s, below supervisord's stopwaitsecs (15 s)
-
-
-async def connect_redis(url: str, retry_for_s: float = 180.0) -> Redis:
-    """A client that has answered PING; retries while Redis boots."""
-    client: Redis = Redis.from_url(url)
-    deadline = time.monotonic() + retry_for_s
-    while True:
-        try:
-            await client.ping()
-            return client
-        except (RedisError, OSError) as exc:
-            if time.monotonic() > deadline:
-                await client.aclose()
-                raise Unavailable(f"redis unreachable: {exc}") from exc
-            log.info("redis not ready (%s); retrying", exc)
-            await asyncio.sleep(1.0)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

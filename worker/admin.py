@@ -72,7 +72,7 @@ class Admin:
             case SyncDelete():
                 return await self.sync_delete(request)
             case Ping():
-                return PingReply(store_ok=await self._store_ok())
+                return PingReply(store_ok=await store_ok(self._store))
         raise InvalidInput("unknown worker request")
 
     async def create(self, name: str, config: CollectionConfig) -> Ack:
@@ -159,12 +159,14 @@ class Admin:
         if not await self._catalog.exists(name):
             raise NotFound(MISSING)
 
-    async def _store_ok(self) -> bool:
-        try:
-            await self._store.list_collections()
-            return True
-        except Exception:  # any store failure means "not ready"
-            return False
+
+async def store_ok(store: Store) -> bool:
+    """Whether the store answers at all (readiness)."""
+    try:
+        await store.list_collections()
+        return True
+    except Exception:  # any store failure means "not ready"
+        return False
 
 
 def _vector_data(vectors: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from core.redis_client import connect_redis
 from core.schemas.search import SearchResponse
 from core.settings import Settings
 from core.topology import topology
-from worker.admin import Admin
+from worker.admin import Admin, store_ok
 from worker.consumer import DocumentConsumer
 from worker.indexing import Indexer
 from worker.lexstats import LexicalStats
@@ -88,7 +88,7 @@ class WorkerService:
         while True:
             state = {
                 "ts": time.time(),
-                "store": await self._store_ok(),
+                "store": await store_ok(self._store),
                 "index": True,
                 "query": True,
             }
@@ -96,10 +96,3 @@ class WorkerService:
                 RedisKeys.heartbeat("worker"), json.dumps(state), ex=HEARTBEAT_TTL_S
             )
             await asyncio.sleep(HEARTBEAT_S)
-
-    async def _store_ok(self) -> bool:
-        try:
-            await self._store.list_collections()
-            return True
-        except Exception:  # any failure of the store means "not ready"
-            return False
