@@ -41,6 +41,8 @@ class Bus:
         self._reply_queue: AbstractQueue | None = None
         self._pending: dict[str, asyncio.Future[AbstractIncomingMessage]] = {}
         self._consumer_channels: list[AbstractChannel] = []
+        # The loop keeps only weak references to tasks: hold RPC handlers until they finish.
+        self._handlers: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def connect(cls, url: str, retry_for_s: float = 180.0, retry_after_s: int = 2) -> Bus:
@@ -187,7 +189,9 @@ class Bus:
                 await message.ack()
 
         async def dispatch(message: AbstractIncomingMessage) -> None:
-            asyncio.create_task(on_message(message))
+            task = asyncio.create_task(on_message(message))
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
 
         await self.consume(queue, dispatch, prefetch=concurrency)
 

@@ -11,6 +11,7 @@ from core.names import (
     SEARCH_QUEUE,
     WORKER_RPC_QUEUE,
     embed_queue,
+    encoder_queue,
     holder_queue,
 )
 from core.settings import Settings
@@ -31,6 +32,15 @@ def _bounded(max_length: int, ttl_ms: int | None = None) -> dict[str, Any]:
     return args
 
 
+EMBED_QUEUE_MAX = 100_000
+
+
+def encoder_queue_spec(settings: Settings, index: int) -> QueueSpec:
+    """One encoder's own queue: declared by that encoder, bounded like the shared embed queues."""
+    ttl = int(settings.rpc_timeout_s * 1000)
+    return QueueSpec(encoder_queue(index), durable=False, arguments=_bounded(EMBED_QUEUE_MAX, ttl))
+
+
 def topology(settings: Settings) -> list[QueueSpec]:
     rpc_ttl = int(settings.rpc_timeout_s * 1000)
     specs = [
@@ -43,10 +53,8 @@ def topology(settings: Settings) -> list[QueueSpec]:
         ),
     ]
     for kind in EmbedKind:
-        specs.append(
-            QueueSpec(embed_queue(kind), durable=False, arguments=_bounded(100_000, rpc_ttl))
-        )
-        specs.append(
-            QueueSpec(holder_queue(kind), durable=False, arguments=_bounded(100_000, rpc_ttl))
-        )
+        for name in (embed_queue(kind), holder_queue(kind)):
+            specs.append(
+                QueueSpec(name, durable=False, arguments=_bounded(EMBED_QUEUE_MAX, rpc_ttl))
+            )
     return specs

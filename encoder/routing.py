@@ -7,24 +7,10 @@ from core.enums import EmbedKind, EncoderRole
 from core.messages import EmbedReply, EmbedRequest
 from core.names import embed_queue, encoder_queue, holder_queue
 from core.settings import Settings
-from core.topology import QueueSpec
-
-# Same bound as the shared embed queues in core.topology: a full queue refuses publishes.
-OWN_QUEUE_MAX = 100_000
 
 
 def role_of(settings: Settings) -> EncoderRole:
     return EncoderRole.MODEL_HOLDER if settings.holds_models else EncoderRole.ROUTER
-
-
-def own_queue_spec(settings: Settings) -> QueueSpec:
-    """This encoder's own queue (not part of the shared topology), bounded like the others."""
-    arguments = {
-        "x-max-length": OWN_QUEUE_MAX,
-        "x-overflow": "reject-publish",
-        "x-message-ttl": int(settings.rpc_timeout_s * 1000),
-    }
-    return QueueSpec(encoder_queue(settings.encoder_index), durable=False, arguments=arguments)
 
 
 def consumed_queues(settings: Settings) -> list[str]:

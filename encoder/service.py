@@ -16,10 +16,10 @@ from core.enums import EncoderRole
 from core.errors import BraidError, InvalidInput
 from core.messages import EmbedReply, EmbedRequest
 from core.settings import Settings
-from core.topology import topology
+from core.topology import encoder_queue_spec, topology
 from encoder.batcher import Batcher, BatchKey
 from encoder.registry import ModelRegistry
-from encoder.routing import Forwarder, consumed_queues, own_queue_spec, role_of
+from encoder.routing import Forwarder, consumed_queues, role_of
 from encoder.stats import EncoderStats
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,9 @@ class EncoderService:
         self._draining = False
 
     async def start(self) -> None:
-        await self._bus.declare([*topology(self.settings), own_queue_spec(self.settings)])
+        await self._bus.declare(
+            [*topology(self.settings), encoder_queue_spec(self.settings, self.index)]
+        )
         await self._stats.start()
         if self.role is EncoderRole.MODEL_HOLDER:
             self._batcher.start()

@@ -135,27 +135,31 @@ class Indexer:
     ) -> None:
         all_slots = slots(config)
         changed: list[Write] = []
+        hashes: dict[str, dict[str, str]] = {}
         for write in upserts:
             assert write.document is not None
             old = stored.get(write.doc_id)
-            hashes = {s.name: s.text_hash(write.document) for s in all_slots}
-            if old is not None and stored_hashes(old.payload) == hashes:
+            hashes[write.doc_id] = {s.name: s.text_hash(write.document) for s in all_slots}
+            if old is not None and stored_hashes(old.payload) == hashes[write.doc_id]:
                 lengths = stored_lengths(old.payload)
-                payload = to_payload(write.document, config.store_content, hashes, lengths)
+                payload = to_payload(
+                    write.document, config.store_content, hashes[write.doc_id], lengths
+                )
                 plan.payload_only.append((write.doc_id, payload))
                 plan.indexed[write.doc_id] = write.timestamp
             else:
                 changed.append(write)
         if not changed:
             return
-        reusable = await self._reusable_vectors(collection, all_slots, changed, stored)
+        reusable = await self._reusable_vectors(collection, all_slots, changed, stored, hashes)
         averages = await self._stats.averages(collection)
         vectors = await self._vectors(all_slots, changed, reusable, averages)
         for write in changed:
             assert write.document is not None
             doc_vectors, lengths = vectors[write.doc_id]
-            hashes = {s.name: s.text_hash(write.document) for s in all_slots}
-            payload = to_payload(write.document, config.store_content, hashes, lengths)
+            payload = to_payload(
+                write.document, config.store_content, hashes[write.doc_id], lengths
+            )
             plan.points.append(PointWrite(write.doc_id, payload, doc_vectors))
             plan.indexed[write.doc_id] = write.timestamp
             old = stored.get(write.doc_id)
@@ -169,19 +173,19 @@ class Indexer:
         all_slots: list[Slot],
         changed: list[Write],
         stored: dict[str, StoredPoint],
+        hashes: dict[str, dict[str, str]],
     ) -> dict[str, dict[str, VectorValue]]:
         """Stored model vectors whose slot text is unchanged: never embed the same text twice."""
         unchanged: dict[str, set[str]] = {}
         for write in changed:
             old = stored.get(write.doc_id)
-            assert write.document is not None
             if old is None:
                 continue
-            old_hashes = stored_hashes(old.payload)
+            old_hashes, new_hashes = stored_hashes(old.payload), hashes[write.doc_id]
             same = {
                 s.name
                 for s in all_slots
-                if s.kind.uses_model and old_hashes.get(s.name) == s.text_hash(write.document)
+                if s.kind.uses_model and old_hashes.get(s.name) == new_hashes[s.name]
             }
             if same:
                 unchanged[write.doc_id] = same
@@ -226,8 +230,8 @@ class Indexer:
             embedded = await self._vectorizer.embed(
                 jobs[0][1].vector, EmbedKind.DOCUMENT, [text for _, _, text in jobs]
             )
-            for (doc_id, slot, _), vector in zip(jobs, embedded, strict=True):
-                result[doc_id][0][slot.name] = vector
+            for (doc_id, slot, _), embedding in zip(jobs, embedded, strict=True):
+                result[doc_id][0][slot.name] = embedding
         return result
 
     async def _execute(self, collection: str, plan: _Plan) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from core.names import RedisKeys
+from core.redis_client import as_text
 
 
 class LexicalStats:
@@ -13,7 +14,7 @@ class LexicalStats:
 
     async def averages(self, collection: str) -> dict[str, float]:
         raw = await self._redis.hgetall(RedisKeys.lexical_stats(collection))
-        values = {k.decode(): float(v) for k, v in raw.items()}
+        values = {as_text(k): float(v) for k, v in raw.items()}
         averages: dict[str, float] = {}
         for key, total in values.items():
             if key.endswith(":len"):

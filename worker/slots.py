@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from core.enums import IndexField, VectorType
+from core.enums import DenseDistance, IndexField, VectorType
 from core.lexical import LexicalParams
 from core.schemas.collection import CollectionConfig, VectorConfig
 from core.schemas.document import Document
@@ -60,7 +60,11 @@ def store_schema(config: CollectionConfig) -> CollectionSchema:
         if slot.kind.is_dense:
             assert slot.vector.dimensions, "dimensions are known once the collection exists"
             dense.append(
-                DenseSlot(slot.name, slot.vector.dimensions, slot.vector.dense_distance or "cosine")
+                DenseSlot(
+                    slot.name,
+                    slot.vector.dimensions,
+                    slot.vector.dense_distance or DenseDistance.COSINE,
+                )
             )
         else:
             sparse.append(SparseSlot(slot.name, idf=slot.kind.is_lexical))

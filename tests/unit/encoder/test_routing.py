@@ -5,7 +5,8 @@ from __future__ import annotations
 from core.enums import EmbedKind, EncoderRole
 from core.names import embed_queue, encoder_queue, holder_queue
 from core.settings import Settings
-from encoder.routing import consumed_queues, own_queue_spec, role_of
+from core.topology import encoder_queue_spec
+from encoder.routing import consumed_queues, role_of
 
 
 def settings_for(index: int) -> Settings:
@@ -39,7 +40,7 @@ def test_a_router_never_consumes_the_holder_queues() -> None:
 
 
 def test_an_encoders_own_queue_is_bounded_and_expires_with_the_rpc_timeout() -> None:
-    spec = own_queue_spec(Settings(encoder_index=3, rpc_timeout_s=7))
+    spec = encoder_queue_spec(Settings(rpc_timeout_s=7), 3)
     assert spec.name == encoder_queue(3) and not spec.durable
     assert spec.arguments["x-overflow"] == "reject-publish"
     assert spec.arguments["x-message-ttl"] == 7000
