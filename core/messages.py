@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from core.enums import EmbedKind, OpType
 from core.schemas.collection import CollectionConfig
-from core.schemas.document import Document
+from core.schemas.document import Document, DocumentFetchRequest
 from core.schemas.search import SearchQuery
 
 
@@ -88,6 +88,18 @@ class Ping(BaseModel):
     op: Literal["ping"] = "ping"
 
 
+class FetchDocuments(BaseModel):
+    """One cursor page of documents (POST …/documents/fetch; export reads page after page)."""
+
+    op: Literal["fetch_documents"] = "fetch_documents"
+    collection: str
+    request: DocumentFetchRequest
+
+
+class SystemInfo(BaseModel):
+    op: Literal["system_info"] = "system_info"
+
+
 WorkerRequest = Annotated[
     CreateCollection
     | DropCollection
@@ -96,7 +108,9 @@ WorkerRequest = Annotated[
     | GetDocument
     | SyncUpsert
     | SyncDelete
-    | Ping,
+    | Ping
+    | FetchDocuments
+    | SystemInfo,
     Field(discriminator="op"),
 ]
 
@@ -117,6 +131,17 @@ class DocumentReply(BaseModel):
 
 class PingReply(BaseModel):
     store_ok: bool
+
+
+class FetchReply(BaseModel):
+    documents: list[dict[str, Any]]
+    after: str | None = None
+
+
+class SystemInfoReply(BaseModel):
+    database_kind: str  # "qdrant" (server) or "qdrant-edge" (embedded)
+    database_version: str
+    dense_vectors: bool
 
 
 class SearchRequest(BaseModel):

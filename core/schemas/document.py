@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 from core.enums import DocumentStatus, IndexField, OpType
 from core.schemas.common import DocumentId, Name, WireModel, check_name
@@ -132,6 +140,23 @@ class QueueInfo(BaseModel):
     failed_upsert: int = 0
     failed_delete: int = 0
     total: int = 0
+
+
+class DocumentFetchRequest(WireModel):
+    """POST …/documents/fetch (API.md §4). `metadata_filter` is checked by core.filters."""
+
+    page_size: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+    after: StrictStr | None = None
+    metadata_filter: dict[str, Any] | StrictStr | None = None
+    document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None
+    document_tags_match_all: StrictBool = False
+    join: StrictStr | list[StrictStr] | None = None
+    with_vectors: StrictBool = False
+
+
+class DocumentFetchResponse(BaseModel):
+    documents: list[dict[str, Any]]
+    after: str | None = None
 
 
 class BulkUpload(WireModel):

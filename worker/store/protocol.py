@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.enums import DenseDistance
+from core.filters import Expr
 from core.vectors import SparseVector
 
 VectorValue = list[float] | SparseVector
@@ -32,6 +33,24 @@ class SparseSlot:
 class CollectionSchema:
     dense: list[DenseSlot] = field(default_factory=list)
     sparse: list[SparseSlot] = field(default_factory=list)
+    # metadata key -> index type (string, integer, float, boolean, datetime): payload indexes
+    metadata_indexes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PointFilter:
+    """Which documents an arm or a scroll may return; every part given must hold."""
+
+    metadata: Expr | None = None  # over the document's metadata (typed by core.filters)
+    tags: tuple[str, ...] = ()  # any of them, or all with tags_match_all
+    tags_match_all: bool = False
+    doc_ids: tuple[str, ...] | None = None  # only these documents
+
+
+@dataclass
+class ScrollPage:
+    points: list[StoredPoint]
+    after: str | None  # cursor for the next page; None on the last one
 
 
 @dataclass
@@ -57,6 +76,7 @@ class ArmQuery:
     slot: str
     vector: VectorValue
     limit: int
+    filter: PointFilter | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,16 @@ class Store(Protocol):
         """The stored points among `doc_ids`, keyed by document id (absent ids left out)."""
 
     async def count(self, name: str) -> int: ...
+
+    async def scroll(
+        self,
+        name: str,
+        filter: PointFilter | None,
+        after: str | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> ScrollPage:
+        """Up to `limit` matching points in a stable order, starting at cursor `after`."""
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
         """Run every arm as one batch; hits per arm, best first."""
