@@ -9,6 +9,7 @@ from collections import defaultdict
 from aio_pika.abc import AbstractIncomingMessage
 
 from core.enums import DocumentStatus
+from core.errors import RpcTimeout, Unavailable
 from core.ledger import Ledger
 from core.messages import DocumentMessage
 from core.retry import backoff_s, should_give_up
@@ -28,6 +29,7 @@ class DocumentConsumer:
         self._max_tries = max_tries
         self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
         self._stopping = asyncio.Event()
+        self._waiting: set[asyncio.Task[None]] = set()  # messages held for a backoff
 
     async def on_message(self, message: AbstractIncomingMessage) -> None:
         await self._inbox.put(message)
@@ -83,16 +85,39 @@ class DocumentConsumer:
         items = [(raw, m) for raw, m in items if m.queue_id in live]
         if not items:
             return
-        writes = [Write(m.op, m.doc_id, m.timestamp, m.document) for _, m in items]
         try:
-            await self._indexer.apply(collection, writes)
-        except Exception as exc:  # process boundary for this batch: retry, then fail the items
+            await self._indexer.apply(collection, [_write(m) for _, m in items])
+        except Exception as exc:  # process boundary for this batch
             log.exception("indexing %d writes into %s failed", len(items), collection)
-            await self._retry_or_fail(collection, items, live, str(exc) or type(exc).__name__)
+            if _transient(exc) or len(items) == 1:
+                await self._retry_or_fail(collection, items, live, _reason(exc), _transient(exc))
+            else:
+                await self._isolate(collection, items, live)
             return
         for raw, m in items:
-            await self._ledger.finish(collection, m.queue_id, m.doc_id)
-            await raw.ack()
+            await self._finish(collection, raw, m)
+
+    async def _isolate(
+        self,
+        collection: str,
+        items: list[tuple[AbstractIncomingMessage, DocumentMessage]],
+        live: dict[str, dict[str, object]],
+    ) -> None:
+        """Apply a failed batch one write at a time, so a poison document fails alone."""
+        for raw, m in items:
+            try:
+                await self._indexer.apply(collection, [_write(m)])
+            except Exception as exc:  # this write alone fails: retry it, then mark it failed
+                log.warning("write %s of %s failed: %s", m.queue_id, m.doc_id, _reason(exc))
+                await self._retry_or_fail(collection, [(raw, m)], live, _reason(exc))
+            else:
+                await self._finish(collection, raw, m)
+
+    async def _finish(
+        self, collection: str, raw: AbstractIncomingMessage, message: DocumentMessage
+    ) -> None:
+        await self._ledger.finish(collection, message.queue_id, message.doc_id)
+        await raw.ack()
 
     async def _retry_or_fail(
         self,
@@ -100,12 +125,17 @@ class DocumentConsumer:
         items: list[tuple[AbstractIncomingMessage, DocumentMessage]],
         live: dict[str, dict[str, object]],
         reason: str,
+        transient: bool = False,
     ) -> None:
-        tries = 1 + max(int(str(live[m.queue_id].get("try_count", 0))) for _, m in items)
-        await asyncio.sleep(backoff_s(tries))
+        """Count a try; give up (failed, kept visible) or requeue after a backoff.
+
+        A transient failure (a dependency down) never gives up: the write waits for it to come
+        back. The backoff runs in a task holding the unacked message, so the consumer goes on
+        with the rest of the queue meanwhile; if the worker dies, the broker redelivers it.
+        """
         for raw, m in items:
             try_count = int(str(live[m.queue_id].get("try_count", 0))) + 1
-            if should_give_up(try_count, self._max_tries):
+            if not transient and should_give_up(try_count, self._max_tries):
                 await self._ledger.restate(
                     collection, m.queue_id, DocumentStatus.FAILED, reason, try_count
                 )
@@ -114,4 +144,30 @@ class DocumentConsumer:
                 await self._ledger.restate(
                     collection, m.queue_id, DocumentStatus.REQUEUED, reason, try_count
                 )
-                await raw.nack(requeue=True)
+                self._later(raw, backoff_s(try_count))
+
+    def _later(self, raw: AbstractIncomingMessage, delay_s: float) -> None:
+        task = asyncio.create_task(_requeue_after(raw, delay_s))
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
+
+async def _requeue_after(raw: AbstractIncomingMessage, delay_s: float) -> None:
+    await asyncio.sleep(delay_s)
+    try:
+        await raw.nack(requeue=True)
+    except Exception:  # the channel closed meanwhile: the broker redelivers it anyway
+        log.debug("requeue after backoff failed; the broker will redeliver", exc_info=True)
+
+
+def _write(message: DocumentMessage) -> Write:
+    return Write(message.op, message.doc_id, message.timestamp, message.document)
+
+
+def _transient(exc: Exception) -> bool:
+    """A dependency is down or slow: the whole batch waits; nothing is wrong with a document."""
+    return isinstance(exc, Unavailable | RpcTimeout | ConnectionError | TimeoutError)
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
