@@ -8,13 +8,16 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from importlib.metadata import version as _package_version
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import numpy as np
 import qdrant_edge as qe
 
 from core.vectors import SparseVector
 from worker.store import edge_folder as folder
+from worker.store.conditions import build_filter
 from worker.store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
 from worker.store.protocol import (
     ArmHit,
@@ -22,9 +25,12 @@ from worker.store.protocol import (
     CollectionExists,
     CollectionMissing,
     CollectionSchema,
+    PointFilter,
     PointWrite,
+    ScrollPage,
     StoredPoint,
     StoreError,
+    StoreInfo,
     VectorValue,
 )
 
@@ -144,6 +150,9 @@ class EdgeStore:
     async def list_collections(self) -> list[str]:
         return sorted(self._shards)
 
+    async def describe(self) -> StoreInfo:
+        return StoreInfo("qdrant-edge", _package_version("qdrant-edge-py"))
+
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         if not points:  # nothing to make durable
             self._shard(name)
@@ -173,6 +182,26 @@ class EdgeStore:
 
     async def count(self, name: str) -> int:
         return await self._use(name, _count)
+
+    async def scroll(
+        self,
+        name: str,
+        filter: PointFilter | None,
+        after: str | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> ScrollPage:
+        """Points in point id order; the cursor is the id of the next page's first point."""
+        request = qe.ScrollRequest(
+            offset=after,
+            limit=limit,
+            filter=_to_filter(filter),
+            with_payload=True,
+            with_vector=with_vectors,
+        )
+        records, next_id = await self._use(name, lambda e: e.scroll(request))
+        points = [_to_stored(r, with_vectors) for r in records]
+        return ScrollPage(points, None if next_id is None else str(next_id))
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
         if not arms:
@@ -333,8 +362,50 @@ def _to_request(arm: ArmQuery, idf: bool) -> qe.QueryRequest:
         # sparse index, which goes on counting deleted points until a vacuum (0.3 ms an arm at 10k).
         live = qe.Filter(must=[qe.HasVectorCondition(arm.slot)])
         params = qe.SearchParams(idf=qe.IdfParams(corpus=live))
-    return qe.QueryRequest(limit=arm.limit, query=query, with_payload=[DOC_ID_KEY], params=params)
+    return qe.QueryRequest(
+        limit=arm.limit,
+        query=query,
+        filter=_to_filter(arm.filter),
+        with_payload=[DOC_ID_KEY],
+        params=params,
+    )
 
 
 def _to_hit(point: qe.ScoredPoint) -> ArmHit:
     return ArmHit(doc_id=str((point.payload or {})[DOC_ID_KEY]), score=point.score)
+
+
+class _EdgeParts:
+    """The engine's filter classes, for worker.store.conditions.build_filter."""
+
+    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
+        return qe.Filter(must=must or None, should=should or None, must_not=must_not or None)
+
+    def match(self, key: str, value: str | int | bool) -> Any:
+        # The binding reads a Python bool as the integer 1 or 0, which matches no stored boolean;
+        # numpy's bool is the one type it takes as a boolean (qdrant-edge-py 0.9.0).
+        typed: Any = np.bool_(value) if isinstance(value, bool) else value
+        return qe.FieldCondition(key, match=qe.MatchValue(typed))
+
+    def match_any(self, key: str, values: list[str] | list[int]) -> Any:
+        return qe.FieldCondition(key, match=qe.MatchAny(values))
+
+    def number_range(self, key: str, bounds: dict[str, float]) -> Any:
+        return qe.FieldCondition(key, range=qe.RangeFloat(**bounds))
+
+    def datetime_range(self, key: str, bounds: dict[str, str]) -> Any:
+        return qe.FieldCondition(key, range=qe.RangeDateTime(**bounds))
+
+    def is_empty(self, key: str) -> Any:
+        return qe.IsEmptyCondition(key)
+
+    def has_id(self, ids: list[str]) -> Any:
+        return qe.HasIdCondition(set(ids))
+
+
+_PARTS = _EdgeParts()
+
+
+def _to_filter(point_filter: PointFilter | None) -> qe.Filter | None:
+    filter_: qe.Filter | None = build_filter(point_filter, _PARTS)
+    return filter_

@@ -1,9 +1,10 @@
 """The embedded store's folder: the owner lock, schema files, crash-safe shard create/drop/rebuild.
 
 Layout: `<root>/.lock`, and one engine shard per collection in `<root>/<collection>/` with the
-Braid schema beside the engine's files in `braid_schema.json`. Shards are built under
-`.fresh-<name>` and renamed into place, and removed by renaming them to `.trash-<name>` first, so a
-crash never leaves a half-made collection; `recover` finishes what a crash interrupted.
+Braid schema beside the engine's files in `braid_schema.json` (the payload indexes it asks for live
+in the shard itself). Shards are built under `.fresh-<name>` and renamed into place, and removed by
+renaming them to `.trash-<name>` first, so a crash never leaves a half-made collection; `recover`
+finishes what a crash interrupted.
 All functions block; the store calls them from a thread.
 """
 
@@ -20,6 +21,7 @@ from typing import IO
 import qdrant_edge as qe
 
 from core.enums import DenseDistance
+from worker.store.conditions import index_fields
 from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot, StoreError, StoreLocked
 
 LOCK_FILE = ".lock"
@@ -30,6 +32,13 @@ _DISTANCES = {
     DenseDistance.COSINE: qe.Distance.Cosine,
     DenseDistance.DOT: qe.Distance.Dot,
     DenseDistance.EUCLID: qe.Distance.Euclid,
+}
+_INDEX_TYPES = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
 }
 
 
@@ -72,7 +81,9 @@ def load(path: Path) -> tuple[qe.EdgeShard, CollectionSchema]:
     if not (path / SCHEMA_FILE).exists():
         raise StoreError(f"{path} holds no {SCHEMA_FILE}; it is not a Braid collection")
     schema = _read_schema(path / SCHEMA_FILE)
-    return qe.EdgeShard.load(str(path)), schema
+    engine = qe.EdgeShard.load(str(path))
+    add_indexes(engine, schema)  # shards made before payload indexes existed get them here
+    return engine, schema
 
 
 def create(root: Path, name: str, schema: CollectionSchema) -> qe.EdgeShard:
@@ -105,9 +116,23 @@ def _build(root: Path, name: str, schema: CollectionSchema) -> Path:
     """A complete new empty shard under .fresh-<name>; the schema file is written last."""
     fresh = root / f"{_FRESH}{name}"
     shutil.rmtree(fresh, ignore_errors=True)
-    qe.EdgeShard.create(str(fresh), edge_config(schema)).close()
+    engine = qe.EdgeShard.create(str(fresh), edge_config(schema))
+    try:
+        add_indexes(engine, schema)
+    finally:
+        engine.close()
     _write_schema(fresh / SCHEMA_FILE, schema)
     return fresh
+
+
+def add_indexes(engine: qe.EdgeShard, schema: CollectionSchema) -> None:
+    """Create the payload indexes of `schema` that the shard lacks (they persist in the shard)."""
+    present = engine.info().payload_schema
+    missing = [(f, kind) for f, kind in index_fields(schema) if f not in present]
+    for field_name, kind in missing:
+        engine.update(qe.UpdateOperation.create_field_index(field_name, _INDEX_TYPES[kind]))
+    if missing:
+        engine.flush()
 
 
 def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
@@ -139,6 +164,8 @@ def _read_schema(path: Path) -> CollectionSchema:
             for s in raw["dense"]
         ],
         sparse=[SparseSlot(s["name"], s["idf"]) for s in raw["sparse"]],
+        # schemas written before metadata indexes existed have none
+        metadata_indexes=dict(raw.get("metadata_indexes") or {}),
     )
 
 

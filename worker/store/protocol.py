@@ -85,6 +85,12 @@ class ArmHit:
     score: float
 
 
+@dataclass(frozen=True)
+class StoreInfo:
+    kind: str  # "qdrant" (server) or "qdrant-edge" (embedded)
+    version: str
+
+
 class StoreError(Exception):
     """A store operation failed (the backend's own error is chained)."""
 
@@ -113,6 +119,9 @@ class Store(Protocol):
     async def collection_exists(self, name: str) -> bool: ...
 
     async def list_collections(self) -> list[str]: ...
+
+    async def describe(self) -> StoreInfo:
+        """Which engine this is and its version (GET /v1/system/info)."""
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         """Insert or replace whole points (payload and every vector)."""

@@ -10,6 +10,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from core.enums import DenseDistance
 from core.vectors import SparseVector
+from worker.store.conditions import build_filter, index_fields
 from worker.store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
 from worker.store.protocol import (
     ArmHit,
@@ -17,9 +18,12 @@ from worker.store.protocol import (
     CollectionExists,
     CollectionMissing,
     CollectionSchema,
+    PointFilter,
     PointWrite,
+    ScrollPage,
     StoredPoint,
     StoreError,
+    StoreInfo,
     VectorValue,
 )
 
@@ -29,6 +33,13 @@ _DISTANCES = {
     DenseDistance.EUCLID: models.Distance.EUCLID,
 }
 _ALL_POINTS = models.FilterSelector(filter=models.Filter())
+_INDEX_TYPES = {
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "integer": models.PayloadSchemaType.INTEGER,
+    "float": models.PayloadSchemaType.FLOAT,
+    "bool": models.PayloadSchemaType.BOOL,
+    "datetime": models.PayloadSchemaType.DATETIME,
+}
 
 
 class ServerStore:
@@ -56,6 +67,10 @@ class ServerStore:
             await self._client.create_collection(
                 name, vectors_config=dense, sparse_vectors_config=sparse or None
             )
+            for field_name, kind in index_fields(schema):
+                await self._client.create_payload_index(
+                    name, field_name, field_schema=_INDEX_TYPES[kind], wait=True
+                )
 
     async def delete_collection(self, name: str) -> None:
         self._idf_slots.pop(name, None)
@@ -70,6 +85,13 @@ class ServerStore:
         with _mapped(""):
             response = await self._client.get_collections()
         return sorted(c.name for c in response.collections)
+
+    async def describe(self) -> StoreInfo:
+        try:
+            version = (await self._client.info()).version
+        except Exception:  # local mode or an old server: the version is only informative
+            version = "unknown"
+        return StoreInfo("qdrant", version or "unknown")
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         if not points:
@@ -107,6 +129,27 @@ class ServerStore:
     async def count(self, name: str) -> int:
         with _mapped(name):
             return (await self._client.count(name, exact=True)).count
+
+    async def scroll(
+        self,
+        name: str,
+        filter: PointFilter | None,
+        after: str | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> ScrollPage:
+        """Points in point id order; the cursor is the id of the next page's first point."""
+        with _mapped(name):
+            records, next_id = await self._client.scroll(
+                name,
+                scroll_filter=_to_filter(filter),
+                limit=limit,
+                offset=after,
+                with_payload=True,
+                with_vectors=with_vectors,
+            )
+        points = [_to_stored(r, with_vectors) for r in records]
+        return ScrollPage(points, None if next_id is None else str(next_id))
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
         if not arms:  # the client answers an empty batch without asking the server
@@ -206,6 +249,7 @@ def _to_request(arm: ArmQuery, idf: bool) -> models.QueryRequest:
         query=_to_client_vector(arm.vector),
         using=arm.slot,
         limit=arm.limit,
+        filter=_to_filter(arm.filter),
         params=params,
         with_payload=[DOC_ID_KEY],
     )
@@ -213,3 +257,36 @@ def _to_request(arm: ArmQuery, idf: bool) -> models.QueryRequest:
 
 def _to_hit(point: models.ScoredPoint) -> ArmHit:
     return ArmHit(doc_id=str((point.payload or {})[DOC_ID_KEY]), score=point.score)
+
+
+class _ClientParts:
+    """qdrant-client's filter models, for worker.store.conditions.build_filter."""
+
+    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> models.Filter:
+        return models.Filter(must=must or None, should=should or None, must_not=must_not or None)
+
+    def match(self, key: str, value: str | int | bool) -> models.FieldCondition:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def match_any(self, key: str, values: list[str] | list[int]) -> models.FieldCondition:
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def number_range(self, key: str, bounds: dict[str, float]) -> models.FieldCondition:
+        return models.FieldCondition(key=key, range=models.Range(**bounds))
+
+    def datetime_range(self, key: str, bounds: dict[str, str]) -> models.FieldCondition:
+        return models.FieldCondition(key=key, range=models.DatetimeRange(**bounds))
+
+    def is_empty(self, key: str) -> models.IsEmptyCondition:
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
+
+    def has_id(self, ids: list[str]) -> models.HasIdCondition:
+        return models.HasIdCondition(has_id=list(ids))
+
+
+_PARTS = _ClientParts()
+
+
+def _to_filter(point_filter: PointFilter | None) -> models.Filter | None:
+    filter_: models.Filter | None = build_filter(point_filter, _PARTS)
+    return filter_
