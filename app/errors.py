@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
 
 from core.errors import BraidError, Unavailable
 
 log = logging.getLogger(__name__)
+# What FastAPI raises (as a 400) when a JSON body is not even text, e.g. bad UTF-8 bytes.
+_UNPARSABLE_BODY = "There was an error parsing the body"
+# Request bytes that are not UTF-8 come back in an error's "input": show them, never fail on them.
+_SAFE = {bytes: lambda raw: raw.decode("utf-8", errors="replace")}
 
 
 async def braid_error(request: Request, exc: Exception) -> JSONResponse:
@@ -21,6 +30,32 @@ async def braid_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": message}, status_code=exc.status, headers=headers)
 
 
+def _invalid(errors: list[Any]) -> JSONResponse:
+    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder=_SAFE)}, 422)
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return _invalid(list(exc.errors()))
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """A body that cannot be decoded is a validation error (422), like malformed JSON."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSABLE_BODY:
+        return _invalid(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body"],
+                    "msg": "The body is not valid JSON text (UTF-8)",
+                    "input": {},
+                }
+            ]
+        )
+    return await http_exception_handler(request, exc)
+
+
 async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return JSONResponse({"detail": "internal error"}, status_code=500)
@@ -28,4 +63,6 @@ async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BraidError, braid_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, unexpected_error)

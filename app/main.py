@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
+from app import dashboard
+from app.auth import KeyRing, authorize
 from app.context import ApiContext
 from app.errors import install_error_handlers
-from app.routes import collections, documents, health, metrics, search
+from app.metrics_sampler import ApiStats, ApiStatsMiddleware, MetricsSampler
+from app.metrics_store import MetricsStore
+from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
+from app.routes import collections, documents, health, metrics, search, system
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
@@ -19,18 +24,34 @@ from core.topology import topology
 
 
 def create_app(settings: Settings) -> FastAPI:
+    stats = ApiStats()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = await connect_redis(settings.redis_url)
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
         await bus.declare(topology(settings))
         app.state.context = ApiContext(settings, bus, redis, Catalog(redis), Ledger(redis))
+        sampler = MetricsSampler(redis, MetricsStore(redis, settings.encoders), stats)
+        sampler.start()
         yield
+        await sampler.close()
         await bus.close()
         await redis.aclose()
 
-    app = FastAPI(title="Braid", version=health.VERSION, lifespan=lifespan)
+    app = FastAPI(
+        title="Braid",
+        version=health.VERSION,
+        lifespan=lifespan,
+        # One dependency on every route: no route can be left without its role check.
+        dependencies=[Depends(authorize)],
+        responses=ERROR_RESPONSES,
+        generate_unique_id_function=operation_id,
+    )
+    app.state.keys = KeyRing(settings)
+    app.add_middleware(ApiStatsMiddleware, stats=stats)
     install_error_handlers(app)
-    for module in (health, collections, documents, search, metrics):
+    for module in (health, system, collections, documents, search, metrics, dashboard):
         app.include_router(module.router)
+    install_openapi(app)
     return app

@@ -65,6 +65,16 @@ class Bus:
     def is_connected(self) -> bool:
         return not self._connection.is_closed and self._publish_channel is not None
 
+    @property
+    def broker_version(self) -> str:
+        """The broker's version from the AMQP handshake ("unknown" while disconnected)."""
+        transport = getattr(self._connection, "transport", None)
+        properties = getattr(getattr(transport, "connection", None), "server_properties", None)
+        version = (properties or {}).get("version")
+        if isinstance(version, bytes):
+            version = version.decode(errors="replace")
+        return str(version) if version else "unknown"
+
     async def declare(self, specs: list[QueueSpec]) -> None:
         channel = await self._channel()
         for spec in specs:

@@ -81,3 +81,13 @@ class RedisKeys:
     @classmethod
     def heartbeat(cls, role: str) -> str:
         return f"{cls.prefix}:hb:{role}"
+
+    @classmethod
+    def api_stats(cls) -> str:
+        """Request counters of every api process, summed (HINCRBY)."""
+        return f"{cls.prefix}:stats:api"
+
+    @classmethod
+    def metrics_snapshot(cls, slot: int) -> str:
+        """Every node's counters as they were at unix time `slot` (JSON, written once, expires)."""
+        return f"{cls.prefix}:metrics:snap:{slot}"

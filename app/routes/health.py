@@ -38,7 +38,14 @@ async def health_check() -> OkResponse:
     return OkResponse()
 
 
-@router.get("/health/ready", response_model=ReadyResponse, responses={218: {}, 503: {}})
+@router.get(
+    "/health/ready",
+    response_model=ReadyResponse,
+    responses={
+        218: {"model": ReadyResponse, "description": "Only one of index/query is answering"},
+        503: {"model": ReadyResponse, "description": "Not ready"},
+    },
+)
 async def health_ready(ctx: Context) -> JSONResponse:
     """200 all ready; 218 store and broker up but only one of index/query; 503 otherwise."""
     try:

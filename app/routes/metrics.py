@@ -1,54 +1,102 @@
-"""Metrics: each process's counters, as nodes (encoders with role and latencies, the worker)."""
+"""Metrics: current counters per node, trends from snapshots, definitions, Prometheus text."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
+from fastapi.responses import PlainTextResponse
 
+from app import metrics_views as views
 from app.deps import Context
-from core.names import RedisKeys
+from app.metrics_definitions import DEFINITIONS
+from app.metrics_models import MetricDefinitionItem, Metrics, MetricTrend
+from app.metrics_store import RETAIN_S, SLOT_S, MetricsStore, slot_of
 
 router = APIRouter(prefix="/v1/metrics", tags=["metrics"])
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _decode(raw: dict[bytes, bytes]) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in raw.items()}
+class Window(IntEnum):
+    S30 = 30
+    S60 = 60
 
 
-def _node(role: str, stats: dict[str, str]) -> dict[str, Any]:
-    numeric = {}
-    for key, value in stats.items():
-        try:
-            numeric[key] = float(value)
-        except ValueError:
-            continue
-    last_seen = numeric.get("last_seen", time.time())
-    return {
-        "role": role,
-        "is_leader": False,
-        "last_seen": last_seen,
-        "meta": stats,
-        "metrics": [
-            {
-                "key": key,
-                "dims": {},
-                "windows": {"60": {"value": value, "n": 1}},
-                "last_seen": last_seen,
-            }
-            for key, value in sorted(numeric.items())
-        ],
-    }
+class Resolution(IntEnum):
+    S60 = 60
+    S300 = 300
 
 
-@router.get("/current")
-async def metrics_current(ctx: Context) -> dict[str, Any]:
-    nodes: dict[str, Any] = {}
-    async for key in ctx.redis.scan_iter(match=RedisKeys.encoder_pattern()):
-        stats = _decode(await ctx.redis.hgetall(key))
-        index = key.decode().rsplit(":", 1)[-1]
-        nodes[f"encoder-{index}"] = _node(f"encoder:{stats.get('role', 'unknown')}", stats)
-    worker = _decode(await ctx.redis.hgetall(RedisKeys.worker_stats()))
-    nodes["worker"] = _node("worker", worker)
-    return {"nodes": nodes}
+Keys = Annotated[list[str] | None, Query(description="Only these metric keys; omit for all")]
+
+
+def _unix(value: datetime) -> float:
+    """Query datetimes without a timezone are UTC."""
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+@router.get("/current", response_model=Metrics)
+async def metrics_current(
+    ctx: Context,
+    window: Annotated[Window, Query(description="Window in seconds: 30 or 60")] = Window.S60,
+    keys: Keys = None,
+) -> Metrics:
+    store = MetricsStore(ctx.redis, ctx.settings.encoders)
+    now = time.time()
+    nodes = await store.nodes()
+    first = slot_of(now - window)
+    snaps = await store.snapshots(list(range(first, slot_of(now) + 1, SLOT_S)))
+    base = snaps[min(snaps)] if snaps else None
+    wanted = set(keys) if keys else None
+    return Metrics(
+        nodes={
+            node_id: views.node_view(node_id, node, base, int(window), wanted)
+            for node_id, node in sorted(nodes.items())
+        }
+    )
+
+
+@router.get("/trends", response_model=list[MetricTrend])
+async def metrics_trends(
+    ctx: Context,
+    since: Annotated[datetime, Query(description="Inclusive start (ISO 8601; UTC if naive)")],
+    until: Annotated[datetime, Query(description="Exclusive end (ISO 8601; UTC if naive)")],
+    resolution: Annotated[Resolution, Query(description="Bucket seconds: 60 or 300")] = (
+        Resolution.S60
+    ),
+    keys: Keys = None,
+) -> list[MetricTrend]:
+    """Counter increases per bucket, summed over nodes; history is kept 24 hours."""
+    store = MetricsStore(ctx.redis, ctx.settings.encoders)
+    now = time.time()
+    start = max(_unix(since), now - RETAIN_S)
+    starts = views.bucket_starts(start, _unix(until), int(resolution), now)
+    wanted_slots = [
+        slot
+        for boundary in starts
+        for edge in (boundary, boundary + resolution)
+        for slot in views.candidate_slots(edge, int(resolution), now)
+    ]
+    snaps = await store.snapshots(wanted_slots)
+    live = {node_id: node.counters for node_id, node in (await store.nodes()).items()}
+    return views.trends(starts, int(resolution), snaps.get, live, now, keys)
+
+
+@router.get("/definitions", response_model=list[MetricDefinitionItem])
+async def metrics_definitions() -> list[MetricDefinitionItem]:
+    return [
+        MetricDefinitionItem(key=d.key, unit=d.unit, description=d.description) for d in DEFINITIONS
+    ]
+
+
+@router.get(
+    "/prometheus",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
+async def metrics_prometheus(ctx: Context) -> PlainTextResponse:
+    text = views.prometheus(await MetricsStore(ctx.redis, ctx.settings.encoders).nodes())
+    return PlainTextResponse(text, media_type=PROMETHEUS_TYPE)
