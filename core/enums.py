@@ -66,6 +66,13 @@ class EncoderRole(StrEnum):
     ROUTER = "router"
 
 
+class EmbedOutput(StrEnum):
+    """What an embed request asks the model for: a dense embedding or a SPLADE sparse vector."""
+
+    DENSE = "dense"
+    SPARSE = "sparse"
+
+
 class EmbedKind(StrEnum):
     """Query work goes before document work (DESIGN: query path never waits behind bulk)."""
 

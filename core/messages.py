@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from core.enums import EmbedKind, OpType
+from core.enums import EmbedKind, EmbedOutput, OpType
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document, DocumentFetchRequest
 from core.schemas.search import SearchQuery
+from core.vectors import SparseVector
 
 
 class DocumentMessage(BaseModel):
@@ -31,10 +32,15 @@ class EmbedRequest(BaseModel):
     texts: list[str]
     normalize: bool = True
     keep_case: bool = False
+    output: EmbedOutput = EmbedOutput.DENSE
+    top_k: int = Field(128, ge=1, le=10_000)  # sparse output: entries kept per vector
 
 
 class EmbedReply(BaseModel):
-    vectors: list[list[float]]
+    """One vector per text, in request order: `vectors` (dense) or `sparse_vectors` (sparse)."""
+
+    vectors: list[list[float]] = Field(default_factory=list)
+    sparse_vectors: list[SparseVector] = Field(default_factory=list)
     holder: int
     inference_ms: float
 

@@ -6,15 +6,18 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from core.enums import EmbedKind
+from core.enums import EmbedKind, EmbedOutput
 from core.errors import Unavailable
+from core.vectors import SparseVector
 
 log = logging.getLogger(__name__)
 
-EmbedFn = Callable[[list[str]], list[list[float]]]
+# A batch runs a dense or a sparse model: the lane passes its vectors through untouched.
+EmbedVector = list[float] | SparseVector
+EmbedFn = Callable[[list[str]], Sequence[EmbedVector]]
 OnBatch = Callable[[int, float], None]  # (texts in the batch, model ms)
 
 
@@ -26,11 +29,13 @@ class BatchKey:
     revision: str | None = None
     normalize: bool = True
     keep_case: bool = False
+    output: EmbedOutput = EmbedOutput.DENSE
+    top_k: int = 0  # sparse output: entries kept per vector
 
 
 @dataclass(frozen=True)
 class Embedded:
-    vectors: list[list[float]]
+    vectors: list[EmbedVector]
     inference_ms: float
 
 
@@ -38,7 +43,7 @@ class Embedded:
 class _Request:
     texts: list[str]
     future: asyncio.Future[Embedded]
-    vectors: list[list[float] | None]
+    vectors: list[EmbedVector | None]
     remaining: int
     inference_ms: float = 0.0
 
@@ -208,12 +213,12 @@ class Batcher:
             self._running = []
         if self._on_batch is not None:
             self._on_batch(len(texts), elapsed_ms)
-        unsorted: list[list[float]] = [[] for _ in texts]
+        unsorted: list[EmbedVector] = [[] for _ in texts]
         for position, index in enumerate(order):
             unsorted[index] = vectors[position]
         self._deliver(pieces, unsorted, elapsed_ms)
 
-    def _deliver(self, pieces: list[_Piece], vectors: list[list[float]], elapsed_ms: float) -> None:
+    def _deliver(self, pieces: list[_Piece], vectors: list[EmbedVector], elapsed_ms: float) -> None:
         offset = 0
         for piece in pieces:
             request = piece.request
@@ -239,7 +244,7 @@ class Batcher:
         self._groups.clear()
 
 
-def _timed(embed_fn: EmbedFn, texts: list[str]) -> tuple[list[list[float]], float]:
+def _timed(embed_fn: EmbedFn, texts: list[str]) -> tuple[Sequence[EmbedVector], float]:
     """Run the model in the worker thread and time only the model call."""
     started = time.perf_counter()
     vectors = embed_fn(texts)

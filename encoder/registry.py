@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.enums import EmbedOutput
 from core.errors import InvalidInput
 from core.settings import Settings
+from encoder.sparse import SparseModel, load_sparse_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -158,21 +160,37 @@ class LoadedModel:
         return embed
 
 
+ModelKey = tuple[str, str | None, EmbedOutput]
+
+
 class ModelRegistry:
-    """Loads models on demand, off the event loop, and keeps them by (model, revision)."""
+    """Loads models on demand, off the event loop, and keeps them by (model, revision, output).
+
+    A dense model runs through sentence-transformers; a sparse one is a masked-language model
+    run through transformers (encoder.sparse).
+    """
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._device: str | None = None
-        self._models: dict[tuple[str, str | None], LoadedModel] = {}
-        self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
+        self._models: dict[ModelKey, LoadedModel | SparseModel] = {}
+        self._locks: dict[ModelKey, asyncio.Lock] = {}
 
     @property
     def loaded(self) -> list[str]:
         return sorted({model.name for model in self._models.values()})
 
     async def get(self, model: str, revision: str | None = None) -> LoadedModel:
-        key = (canonical_name(model), revision or None)
+        loaded = await self._get((canonical_name(model), revision or None, EmbedOutput.DENSE))
+        assert isinstance(loaded, LoadedModel)
+        return loaded
+
+    async def get_sparse(self, model: str, revision: str | None = None) -> SparseModel:
+        loaded = await self._get((canonical_name(model), revision or None, EmbedOutput.SPARSE))
+        assert isinstance(loaded, SparseModel)
+        return loaded
+
+    async def _get(self, key: ModelKey) -> LoadedModel | SparseModel:
         if key in self._models:
             return self._models[key]
         async with self._locks.setdefault(key, asyncio.Lock()):
@@ -180,10 +198,25 @@ class ModelRegistry:
                 self._models[key] = await asyncio.to_thread(self._load, *key)
         return self._models[key]
 
-    def _load(self, name: str, revision: str | None) -> LoadedModel:
+    def _load(
+        self, name: str, revision: str | None, output: EmbedOutput
+    ) -> LoadedModel | SparseModel:
         device = self._prepare_device()
         started = time.perf_counter()
         path = resolve(self._settings, name, revision)
+        if output is EmbedOutput.SPARSE:
+            sparse = load_sparse_model(name, revision, path, device)
+            log.info(
+                "loaded sparse model %s@%s from %s on %s (vocab %d, max length %d) in %.1f s",
+                name,
+                revision or "default",
+                path,
+                device,
+                sparse.vocab_size,
+                sparse.max_length,
+                time.perf_counter() - started,
+            )
+            return sparse
         model = load_model(path, device)
         dimension = int(model.get_embedding_dimension() or 0)
         log.info(

@@ -12,12 +12,13 @@ from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
 from core.bus import Bus
-from core.enums import EncoderRole
+from core.enums import EmbedOutput, EncoderRole
 from core.errors import BraidError, InvalidInput
 from core.messages import EmbedReply, EmbedRequest
 from core.settings import Settings
 from core.topology import encoder_queue_spec, topology
-from encoder.batcher import Batcher, BatchKey
+from core.vectors import SparseVector
+from encoder.batcher import Batcher, BatchKey, EmbedFn
 from encoder.registry import ModelRegistry
 from encoder.routing import Forwarder, consumed_queues, role_of
 from encoder.stats import EncoderStats
@@ -92,14 +93,33 @@ class EncoderService:
         return reply
 
     async def embed(self, request: EmbedRequest) -> EmbedReply:
-        model = await self._registry.get(request.model, request.revision)
-        key = BatchKey(model.name, model.revision, request.normalize, request.keep_case)
-        embed_fn = model.embed_fn(request.normalize, request.keep_case)
+        key, embed_fn = await self._lane_work(request)
         result = await self._batcher.embed(key, request.kind, request.texts, embed_fn)
         self._stats.inference(result.inference_ms, len(request.texts))
-        return EmbedReply(
-            vectors=result.vectors, holder=self.index, inference_ms=result.inference_ms
-        )
+        if request.output is EmbedOutput.SPARSE:
+            sparse = [v for v in result.vectors if isinstance(v, SparseVector)]
+            return EmbedReply(
+                sparse_vectors=sparse, holder=self.index, inference_ms=result.inference_ms
+            )
+        dense = [v for v in result.vectors if isinstance(v, list)]
+        return EmbedReply(vectors=dense, holder=self.index, inference_ms=result.inference_ms)
+
+    async def _lane_work(self, request: EmbedRequest) -> tuple[BatchKey, EmbedFn]:
+        """The batch key and model call for a request: equal keys share a batch."""
+        if request.output is EmbedOutput.SPARSE:
+            sparse = await self._registry.get_sparse(request.model, request.revision)
+            key = BatchKey(
+                sparse.name,
+                sparse.revision,
+                False,
+                request.keep_case,
+                EmbedOutput.SPARSE,
+                request.top_k,
+            )
+            return key, sparse.embed_fn(request.top_k, request.keep_case)
+        model = await self._registry.get(request.model, request.revision)
+        key = BatchKey(model.name, model.revision, request.normalize, request.keep_case)
+        return key, model.embed_fn(request.normalize, request.keep_case)
 
     async def _dispatch(self, message: AbstractIncomingMessage) -> None:
         if self._draining:

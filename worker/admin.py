@@ -18,14 +18,18 @@ from core.messages import (
     DocumentReply,
     DropCollection,
     EmptyCollection,
+    FetchDocuments,
     GetDocument,
     Ping,
     PingReply,
     SyncDelete,
     SyncUpsert,
+    SystemInfo,
+    SystemInfoReply,
     WorkerCall,
 )
 from core.schemas.collection import CollectionConfig, VectorConfig
+from worker.browsing import Browser, vector_data
 from worker.indexing import Indexer, Outcome, Write
 from worker.lexstats import LexicalStats
 from worker.payload import public_document
@@ -45,6 +49,7 @@ class Admin:
         indexer: Indexer,
         vectorizer: Vectorizer,
         stats: LexicalStats,
+        browser: Browser,
     ) -> None:
         self._store = store
         self._catalog = catalog
@@ -52,6 +57,7 @@ class Admin:
         self._indexer = indexer
         self._vectorizer = vectorizer
         self._stats = stats
+        self._browser = browser
 
     async def handle(self, call: WorkerCall) -> BaseModel:
         request = call.request
@@ -67,12 +73,19 @@ class Admin:
                 return CountReply(count=await self._store.count(request.name))
             case GetDocument():
                 return await self.get_document(request)
+            case FetchDocuments():
+                return await self._browser.fetch(request)
             case SyncUpsert():
                 return await self.sync_upsert(request)
             case SyncDelete():
                 return await self.sync_delete(request)
             case Ping():
                 return PingReply(store_ok=await store_ok(self._store))
+            case SystemInfo():
+                info = await self._store.describe()
+                return SystemInfoReply(
+                    database_kind=info.kind, database_version=info.version, dense_vectors=True
+                )
         raise InvalidInput("unknown worker request")
 
     async def create(self, name: str, config: CollectionConfig) -> Ack:
@@ -91,6 +104,11 @@ class Admin:
 
     async def _discover_dimensions(self, vector: VectorConfig) -> VectorConfig:
         """Load and probe a dense model once: its output size is the collection's dimensions."""
+        if vector.type is VectorType.SPARSE_MODEL:  # probed so that a bad model fails create
+            await self._vectorizer.sparse(vector, EmbedKind.DOCUMENT, ["probe"])
+            if vector.query_model:
+                await self._vectorizer.sparse(vector, EmbedKind.QUERY, ["probe"])
+            return vector
         if vector.type is not VectorType.DENSE_MODEL:
             return vector
         found = len((await self._vectorizer.embed(vector, EmbedKind.DOCUMENT, ["probe"]))[0])
@@ -120,7 +138,9 @@ class Admin:
         return Ack()
 
     async def get_document(self, request: GetDocument) -> DocumentReply:
-        await self._require(request.collection)
+        config = await self._catalog.get(request.collection)
+        if config is None:
+            raise NotFound(MISSING)
         points = await self._store.retrieve(
             request.collection, [request.doc_id], with_vectors=request.with_vectors
         )
@@ -128,7 +148,7 @@ class Admin:
         if point is None:
             return DocumentReply(document=None)
         document: dict[str, Any] = public_document(point.payload)
-        document["vectors"] = _vector_data(point.vectors) if request.with_vectors else None
+        document["vectors"] = vector_data(point.vectors, config) if request.with_vectors else None
         return DocumentReply(document=document)
 
     async def sync_upsert(self, request: SyncUpsert) -> Ack:
@@ -167,16 +187,3 @@ async def store_ok(store: Store) -> bool:
         return True
     except Exception:  # any store failure means "not ready"
         return False
-
-
-def _vector_data(vectors: dict[str, Any] | None) -> list[dict[str, Any]]:
-    out = []
-    for slot_name, value in sorted((vectors or {}).items()):
-        vector_name, _, field = slot_name.rpartition(".")
-        entry: dict[str, Any] = {"vector_name": vector_name, "field": field}
-        if isinstance(value, list):
-            entry["dense_vector"] = value
-        else:
-            entry["sparse_indices"], entry["sparse_values"] = value.indices, value.values
-        out.append(entry)
-    return out

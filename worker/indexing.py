@@ -11,6 +11,7 @@ from core.enums import EmbedKind, OpType
 from core.ledger import Ledger, to_micros
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
+from core.vector_input import document_vectors
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.payload import stored_hashes, stored_lengths, stored_micros, to_payload
@@ -62,6 +63,50 @@ def newest_per_document(writes: list[Write]) -> dict[str, Write]:
         ):
             winners[write.doc_id] = write
     return winners
+
+
+@dataclass
+class LocalVectors:
+    """A document's vectors that need no model call, and the (slot, text) pairs that do."""
+
+    vectors: dict[str, VectorValue] = field(default_factory=dict)
+    lengths: dict[str, int] = field(default_factory=dict)
+    to_embed: list[tuple[Slot, str]] = field(default_factory=list)
+
+
+def local_vectors(
+    config: CollectionConfig,
+    all_slots: list[Slot],
+    document: Document,
+    reusable: dict[str, VectorValue],
+    averages: dict[str, float],
+) -> LocalVectors:
+    """Vectors the document brings (custom, precomputed), lexical ones, and reusable model ones.
+
+    A slot the document brings a vector for is never computed; a custom slot without one and a
+    slot with blank text get no vector.
+    """
+    local = LocalVectors()
+    given = document_vectors(config, document)
+    for slot in all_slots:
+        brought = given.get((slot.vector.name, slot.field))
+        if brought is not None or slot.is_custom:
+            if brought is not None and len(brought):
+                local.vectors[slot.name] = brought
+            continue
+        text = document.field_text(slot.field)
+        if not text.strip():
+            continue
+        if slot.kind.is_lexical:
+            vector, length = lexical_document(slot, text, averages.get(slot.name, 0.0))
+            if len(vector):
+                local.vectors[slot.name] = vector
+            local.lengths[slot.name] = length
+        elif slot.name in reusable:
+            local.vectors[slot.name] = reusable[slot.name]
+        elif slot.kind.uses_model:
+            local.to_embed.append((slot, text))
+    return local
 
 
 class Indexer:
@@ -153,7 +198,7 @@ class Indexer:
             return
         reusable = await self._reusable_vectors(collection, all_slots, changed, stored, hashes)
         averages = await self._stats.averages(collection)
-        vectors = await self._vectors(all_slots, changed, reusable, averages)
+        vectors = await self._vectors(config, all_slots, changed, reusable, averages)
         for write in changed:
             assert write.document is not None
             doc_vectors, lengths = vectors[write.doc_id]
@@ -199,39 +244,29 @@ class Indexer:
 
     async def _vectors(
         self,
+        config: CollectionConfig,
         all_slots: list[Slot],
         changed: list[Write],
         reusable: dict[str, dict[str, VectorValue]],
         averages: dict[str, float],
     ) -> dict[str, tuple[dict[str, VectorValue], dict[str, int]]]:
-        result: dict[str, tuple[dict[str, VectorValue], dict[str, int]]] = {
-            w.doc_id: ({}, {}) for w in changed
-        }
+        result: dict[str, tuple[dict[str, VectorValue], dict[str, int]]] = {}
         to_embed: dict[str, list[tuple[str, Slot, str]]] = {}
         for write in changed:
             assert write.document is not None
-            doc_vectors, lengths = result[write.doc_id]
-            for slot in all_slots:
-                text = write.document.field_text(slot.field)
-                if not text.strip():
-                    continue
-                if slot.kind.is_lexical:
-                    vector, length = lexical_document(slot, text, averages.get(slot.name, 0.0))
-                    if len(vector):
-                        doc_vectors[slot.name] = vector
-                    lengths[slot.name] = length
-                elif slot.kind.uses_model:
-                    kept = reusable.get(write.doc_id, {}).get(slot.name)
-                    if kept is not None:
-                        doc_vectors[slot.name] = kept
-                    else:
-                        to_embed.setdefault(slot.vector.name, []).append((write.doc_id, slot, text))
+            local = local_vectors(
+                config, all_slots, write.document, reusable.get(write.doc_id, {}), averages
+            )
+            result[write.doc_id] = (local.vectors, local.lengths)
+            for slot, text in local.to_embed:
+                to_embed.setdefault(slot.vector.name, []).append((write.doc_id, slot, text))
         for jobs in to_embed.values():
-            embedded = await self._vectorizer.embed(
+            embedded = await self._vectorizer.encode(
                 jobs[0][1].vector, EmbedKind.DOCUMENT, [text for _, _, text in jobs]
             )
             for (doc_id, slot, _), embedding in zip(jobs, embedded, strict=True):
-                result[doc_id][0][slot.name] = embedding
+                if len(embedding):  # a sparse model may find nothing worth keeping
+                    result[doc_id][0][slot.name] = embedding
         return result
 
     async def _execute(self, collection: str, plan: _Plan) -> None:

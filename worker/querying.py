@@ -1,4 +1,5 @@
-"""The query pipeline: query vectors, one batched store query with an arm per slot, fusion."""
+"""The query pipeline: query vectors, one batched store query with an arm per slot, fusion,
+then grouping, facets and joins on the ranked documents."""
 
 from __future__ import annotations
 
@@ -6,16 +7,25 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from core.catalog import Catalog
+from core.enums import VectorType
 from core.errors import InvalidInput, NotFound
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
-from worker.fusion import fuse
+from worker.facets import cap_groups, facet_counts, group_value
+from worker.filtering import metadata_indexes, point_filter, require_indexed
+from worker.fusion import Fused, fuse
+from worker.joining import Joiner
 from worker.payload import public_document
 from worker.slots import Slot, slots
-from worker.store.protocol import ArmQuery, Store
-from worker.vectorizer import Vectorizer
+from worker.store.protocol import ArmQuery, PointFilter, Store, StoredPoint
+from worker.vectorizer import Vectorizer, custom_query_vector
+
+CUSTOM_TYPES = frozenset({VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM})
+FACET_MIN_WINDOW = 50
+MAX_WINDOW = 10_000  # candidates per arm, however many group refetches ask for
 
 
 @dataclass(frozen=True)
@@ -23,22 +33,47 @@ class Arm:
     slot: Slot
     weight: float
     trigram_weight: float
+    custom: Any = None  # the query's own vector, for custom slots
 
 
 def arm_limit(limit: int) -> int:
     return max(5, math.floor(1.5 * limit))
 
 
+def candidate_window(query: SearchQuery) -> int:
+    """Candidates per arm: more when facets count the pool (API.md §5, FacetOptions)."""
+    window = arm_limit(query.limit)
+    if query.facets:
+        multiplier = query.facet_options.prefetch_multiplier if query.facet_options else 2
+        window = max(window, FACET_MIN_WINDOW, query.limit * multiplier)
+    return window
+
+
 def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
-    """One arm per (vector, field) with a non-zero weight (API.md §5)."""
+    """One arm per (vector, field) with a non-zero weight (API.md §5).
+
+    Custom vectors take part only with a query vector from `custom_vectors`.
+    """
+    customs = _custom_vectors(config, query)
     available = {(s.vector.name, s.field.value): s for s in slots(config)}
     if not query.vector_options:
-        return [Arm(slot, 1.0, 1.0) for slot in available.values()]
+        return [
+            Arm(slot, 1.0, 1.0, customs.get(slot.vector.name))
+            for slot in available.values()
+            if slot.kind not in CUSTOM_TYPES or slot.vector.name in customs
+        ]
     arms = []
     for option in query.vector_options:
         vector = config.vector(option.vector_name)
         if vector is None:
             raise InvalidInput(f"vector_options: unknown vector_name '{option.vector_name}'")
+        if vector.type is VectorType.NOOP:
+            continue
+        if vector.type in CUSTOM_TYPES and vector.name not in customs:
+            raise InvalidInput(
+                f"vector_options: custom vector '{vector.name}' needs a query vector in "
+                "custom_vectors"
+            )
         fields = [option.field] if option.field else vector.index_fields
         for index_field in fields:
             slot = available.get((vector.name, index_field.value))
@@ -48,8 +83,36 @@ def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
                     f"'{index_field.value}'"
                 )
             if option.weight != 0:
-                arms.append(Arm(slot, float(option.weight), float(option.wmtr_trigram_weight)))
+                arms.append(
+                    Arm(
+                        slot,
+                        float(option.weight),
+                        float(option.wmtr_trigram_weight),
+                        customs.get(vector.name),
+                    )
+                )
     return arms
+
+
+def _custom_vectors(config: CollectionConfig, query: SearchQuery) -> dict[str, Any]:
+    customs: dict[str, Any] = {}
+    for custom in query.custom_vectors or []:
+        vector = config.vector(custom.vector_name)
+        if vector is None or vector.type not in CUSTOM_TYPES:
+            raise InvalidInput(
+                f"custom_vectors: '{custom.vector_name}' is not a dense_custom or sparse_custom "
+                "vector of the collection"
+            )
+        customs[custom.vector_name] = custom.vector
+    return customs
+
+
+@dataclass
+class _Round:
+    """What one round of arm queries found: the fused ranking and the whole candidate pool."""
+
+    ranked: list[Fused]
+    exhausted: bool  # no arm filled its window: a wider one finds nothing more
 
 
 class Searcher:
@@ -57,6 +120,7 @@ class Searcher:
         self._store = store
         self._vectorizer = vectorizer
         self._catalog = catalog
+        self._joiner = Joiner(store, catalog)
 
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
         started = time.perf_counter()
@@ -64,46 +128,119 @@ class Searcher:
         if config is None:
             raise NotFound("Configuration not found")
         arms = plan_arms(config, query)
-        results = await self._ranked(collection, arms, query) if arms else []
+        where = point_filter(
+            config, query.metadata_filter, query.document_tags, query.document_tags_match_all
+        )
+        if query.group_field:
+            require_indexed(config, query.group_field, "group_field")
+        results, facets = await self._ranked(collection, config, arms, where, query)
+        if query.join and results:
+            await self._joiner.attach(config, results, query.join, query.exclude or [])
         elapsed_ms = (time.perf_counter() - started) * 1000
-        return SearchResponse(results=results, query_time_ms=round(elapsed_ms, 3))
+        return SearchResponse(
+            results=[SearchResult(**r) for r in results],
+            facet_counts=facets,
+            query_time_ms=round(elapsed_ms, 3),
+        )
 
     async def _ranked(
-        self, collection: str, arms: list[Arm], query: SearchQuery
-    ) -> list[SearchResult]:
-        vectors = await asyncio.gather(
-            *(self._vectorizer.query(a.slot, query.query, a.trigram_weight) for a in arms)
-        )
-        per_arm = arm_limit(query.limit)
-        hits = await self._store.query_arms(
-            collection,
-            [ArmQuery(a.slot.name, v, per_arm) for a, v in zip(arms, vectors, strict=True)],
-        )
+        self,
+        collection: str,
+        config: CollectionConfig,
+        arms: list[Arm],
+        where: PointFilter | None,
+        query: SearchQuery,
+    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]] | None]:
+        facets = {} if query.facets else None
+        if not arms:
+            return [], facets
+        vectors = await asyncio.gather(*(self._query_vector(a, query.query) for a in arms))
+        window = candidate_window(query)
+        rounds = query.group_max_fetches if query.group_field else 1
+        payloads: dict[str, StoredPoint] = {}
+        for fetch in range(rounds):
+            found = await self._round(collection, arms, vectors, where, window, query)
+            need = [f.doc_id for f in found.ranked if f.doc_id not in payloads]
+            if query.group_field or query.facets:
+                payloads.update(await self._store.retrieve(collection, need))
+            chosen = self._choose(found.ranked, payloads, query)
+            if len(chosen) >= query.limit or found.exhausted or fetch == rounds - 1:
+                break
+            window = min(MAX_WINDOW, window * 2)
+        if query.facets:
+            keys = list(metadata_indexes(config))
+            max_values = query.facet_options.max_values if query.facet_options else 10
+            pool = (
+                payloads[f.doc_id].payload.get("metadata")
+                for f in found.ranked
+                if f.doc_id in payloads
+            )
+            facets = facet_counts(pool, keys, max_values)
+        missing = [f.doc_id for f in chosen if f.doc_id not in payloads]
+        payloads.update(await self._store.retrieve(collection, missing))
+        return [
+            self._result(f, payloads, arms, query) for f in chosen if f.doc_id in payloads
+        ], facets
+
+    async def _round(
+        self,
+        collection: str,
+        arms: list[Arm],
+        vectors: list[Any],
+        where: PointFilter | None,
+        window: int,
+        query: SearchQuery,
+    ) -> _Round:
+        requests = [
+            ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
+        ]
+        hits = await self._store.query_arms(collection, requests)
         ranked = fuse(hits, [a.weight for a in arms], query.fusion_mode)
         if query.score_threshold is not None:
             ranked = [f for f in ranked if f.score >= query.score_threshold]
-        ranked = ranked[: query.limit]
-        points = await self._store.retrieve(collection, [f.doc_id for f in ranked])
-        results = []
-        for fused in ranked:
-            point = points.get(fused.doc_id)
-            if point is None:  # deleted between the arms and the fetch
-                continue
-            document = public_document(point.payload)
-            for excluded in query.exclude or []:
-                document[excluded] = None
-            scores = (
-                [
-                    VectorScore(
-                        field=arms[i].slot.field.value,
-                        vector=arms[i].slot.vector.name,
-                        score=raw,
-                        rank=rank,
-                    )
-                    for i, (raw, rank) in sorted(fused.arm_scores.items())
-                ]
-                if query.raw_scores
-                else []
-            )
-            results.append(SearchResult(**document, score=fused.score, vector_scores=scores))
-        return results
+        return _Round(ranked, exhausted=all(len(h) < window for h in hits))
+
+    def _choose(
+        self, ranked: list[Fused], payloads: dict[str, StoredPoint], query: SearchQuery
+    ) -> list[Fused]:
+        if not query.group_field:
+            return ranked[: query.limit]
+        key = query.group_field
+        groups = {
+            f.doc_id: group_value(payloads[f.doc_id].payload.get("metadata"), key)
+            for f in ranked
+            if f.doc_id in payloads
+        }
+        present = [f.doc_id for f in ranked if f.doc_id in payloads]
+        kept = set(cap_groups(present, groups, query.group_max, query.limit))
+        return [f for f in ranked if f.doc_id in kept]
+
+    async def _query_vector(self, arm: Arm, text: str) -> Any:
+        if arm.slot.kind in CUSTOM_TYPES:
+            return custom_query_vector(arm.slot, arm.custom)
+        return await self._vectorizer.query(arm.slot, text, arm.trigram_weight)
+
+    def _result(
+        self,
+        fused: Fused,
+        payloads: dict[str, StoredPoint],
+        arms: list[Arm],
+        query: SearchQuery,
+    ) -> dict[str, Any]:
+        document = public_document(payloads[fused.doc_id].payload)
+        for excluded in query.exclude or []:
+            document[excluded] = None
+        scores = (
+            [
+                VectorScore(
+                    field=arms[i].slot.field.value,
+                    vector=arms[i].slot.vector.name,
+                    score=raw,
+                    rank=rank,
+                )
+                for i, (raw, rank) in sorted(fused.arm_scores.items())
+            ]
+            if query.raw_scores
+            else []
+        )
+        return {**document, "score": fused.score, "vector_scores": scores}

@@ -19,8 +19,10 @@ from core.schemas.search import SearchResponse
 from core.settings import Settings
 from core.topology import topology
 from worker.admin import Admin, store_ok
+from worker.browsing import Browser
 from worker.consumer import DocumentConsumer
 from worker.indexing import Indexer
+from worker.joining import Joiner
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.querying import Searcher
@@ -43,7 +45,8 @@ class WorkerService:
         self._vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
         indexer = Indexer(store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis))
         self._searcher = Searcher(store, self._vectorizer, catalog)
-        self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats)
+        browser = Browser(store, catalog, Joiner(store, catalog))
+        self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats, browser)
         self._consumer = DocumentConsumer(
             indexer,
             ledger,

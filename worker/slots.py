@@ -9,6 +9,7 @@ from core.enums import DenseDistance, IndexField, VectorType
 from core.lexical import LexicalParams
 from core.schemas.collection import CollectionConfig, VectorConfig
 from core.schemas.document import Document
+from core.vector_input import raw_input
 from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot
 
 NOOP_SLOT = "_noop"
@@ -34,14 +35,29 @@ class Slot:
             top_k=self.vector.top_k,
             word_ratio=self.vector.wmtr_word_ratio,
             language=self.vector.language_default_code or "en",
+            detect_language=self.vector.language_detect,
+            language_confidence=float(self.vector.language_confidence),
         )
 
+    @property
+    def is_custom(self) -> bool:
+        return self.kind in (VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM)
+
     def text_hash(self, document: Document) -> str:
-        """Changes exactly when this slot's vector would change (text or vector config)."""
+        """Changes exactly when this slot's vector would change (its input or vector config).
+
+        The input is the vector the document brings for the slot (custom or precomputed) when it
+        brings one, else the field's text; a custom slot never reads the text.
+        """
         digest = hashlib.sha256()
         digest.update(self.vector.model_dump_json().encode())
-        digest.update(b"\0")
-        digest.update(document.field_text(self.field).encode())
+        given = raw_input(document, self.vector.name, self.field)
+        if given is not None:
+            digest.update(b"\1")
+            digest.update(given.encode())
+        elif not self.is_custom:
+            digest.update(b"\0")
+            digest.update(document.field_text(self.field).encode())
         return digest.hexdigest()[:32]
 
 
@@ -70,4 +86,5 @@ def store_schema(config: CollectionConfig) -> CollectionSchema:
             sparse.append(SparseSlot(slot.name, idf=slot.kind.is_lexical))
     if not dense and not sparse:  # noop collections: the store wants at least one vector
         sparse.append(SparseSlot(NOOP_SLOT, idf=False))
-    return CollectionSchema(dense=dense, sparse=sparse)
+    indexes = {index.key: index.type for index in config.metadata_indexes or []}
+    return CollectionSchema(dense=dense, sparse=sparse, metadata_indexes=indexes)

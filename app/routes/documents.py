@@ -1,4 +1,4 @@
-"""Documents: async, sync and bulk upsert; get; async and sync delete; status."""
+"""Documents: async, sync and bulk upsert; get, fetch and export; async and sync delete; status."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
 
 from app.deps import CollectionName, Context, DocumentIdPath
+from app.services.export import export_filename, export_stream, fetch_page
 from app.services.ingest import enqueue_delete, enqueue_upserts
 from app.services.validation import check_document
 from app.services.worker import call_worker, require_collection
@@ -19,6 +21,8 @@ from core.schemas.common import OkResponse
 from core.schemas.document import (
     BulkUpload,
     Document,
+    DocumentFetchRequest,
+    DocumentFetchResponse,
     DocumentStatusResponse,
     StatusEntry,
     require_utc,
@@ -70,6 +74,48 @@ async def upsert_document_sync(
     check_document(config, document)
     await call_worker(ctx, SyncUpsert(collection=collection_name, document=document), Ack)
     return OkResponse()
+
+
+@router.post("/fetch", response_model=DocumentFetchResponse)
+async def fetch_documents(
+    collection_name: CollectionName, body: DocumentFetchRequest, ctx: Context
+) -> DocumentFetchResponse:
+    """One page of documents in a stable order; pass `after` from the answer for the next page
+    (null on the last one). Filters: `metadata_filter`, `document_tags`."""
+    await require_collection(ctx, collection_name)
+    reply = await fetch_page(ctx, collection_name, body)
+    return DocumentFetchResponse(documents=reply.documents, after=reply.after)
+
+
+EXPORT_DESCRIPTION = """Every document of the collection as a gzip-compressed JSON array
+(`[{...},{...}]`), streamed page by page, never held whole in memory.
+
+A document whose id is `export` is shadowed by this route: read it with
+`GET …/documents/export?document=true` (404 if there is none)."""
+
+
+@router.get(
+    "/export",
+    description=EXPORT_DESCRIPTION,
+    response_model=None,
+    responses={200: {"content": {"application/gzip": {}}, "description": "gzip JSON array"}},
+)
+async def export_documents(
+    collection_name: CollectionName,
+    ctx: Context,
+    with_vectors: bool = False,
+    document: Annotated[
+        bool, Query(description="Return the document whose id is `export` instead")
+    ] = False,
+) -> StreamingResponse | dict[str, Any]:
+    if document:
+        return await get_document(collection_name, "export", ctx, with_vectors)
+    await require_collection(ctx, collection_name)
+    stream = await export_stream(ctx, collection_name, with_vectors)
+    disposition = f'attachment; filename="{export_filename(collection_name)}"'
+    return StreamingResponse(
+        stream, media_type="application/gzip", headers={"Content-Disposition": disposition}
+    )
 
 
 @router.get("/{document_id}")

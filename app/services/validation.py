@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from core.errors import InvalidInput
+from app.services.metadata import check_metadata
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
+from core.vector_input import document_vectors
 
 
 def check_document(config: CollectionConfig, document: Document) -> None:
-    for custom in document.custom_vectors or []:
-        vector = config.vector(custom.vector_name)
-        if vector is None:
-            raise InvalidInput(
-                f"Document '{document.id}': custom vector "
-                f"'{custom.vector_name}' is not in the collection"
-            )
+    """Custom and precomputed vectors must fit their collection vectors (InvalidInput, 400)."""
+    document_vectors(config, document)
+    check_metadata(config, document)

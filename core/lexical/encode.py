@@ -4,6 +4,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from core.enums import LEXICAL_TYPES, VectorType
+from core.lexical.language import text_language
 from core.lexical.tokens import fold, surface_tokens, trigram_count, word_pieces
 from core.lexical.views import token_views
 from core.vectors import SparseVector
@@ -21,6 +22,9 @@ class LexicalParams:
     word_ratio: int = 80
     language: str = "en"
     keep_case: bool = False
+    # Detect each text's language; use it when at least this sure, else `language`.
+    detect_language: bool = False
+    language_confidence: float = 0.9
 
     def __post_init__(self) -> None:
         if self.kind not in LEXICAL_TYPES:
@@ -29,6 +33,16 @@ class LexicalParams:
             raise ValueError(f"top_k must be 1..{MAX_TOP_K}, got {self.top_k}")
         if not 0 <= self.word_ratio <= 100:
             raise ValueError(f"word_ratio must be 0..100, got {self.word_ratio}")
+        if not 0 <= self.language_confidence <= 1:
+            raise ValueError(f"language_confidence must be 0..1, got {self.language_confidence}")
+
+    def language_of(self, text: str) -> str:
+        """The language that stems and drops stop words in `text` (trigrams use none)."""
+        if self.kind == VectorType.TRIGRAMS:
+            return self.language.lower()
+        return text_language(
+            text, self.language.lower(), self.detect_language, self.language_confidence
+        )
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,7 @@ def document_length(text: str, params: LexicalParams) -> int:
 
 def _count(text: str, params: LexicalParams) -> _Counts:
     tokens = surface_tokens(fold(text, params.keep_case))
-    language = params.language.lower()
+    language = params.language_of(text)
     words: list[int] = []
     demoted: list[int] = []
     trigrams: list[int] = []

@@ -68,27 +68,37 @@ class VectorConfig(WireModel):
     @model_validator(mode="after")
     def _type_rules(self) -> VectorConfig:
         kind = self.type
+        self._check_model_fields()
+        if kind is VectorType.DENSE_CUSTOM and self.dimensions is None:
+            raise ValueError("dimensions is required for dense_custom vectors")
+        if kind in LANGUAGE_TYPES and not self.language_default_code:
+            raise ValueError(f"language_default_code is required for {kind.value} vectors")
+        if self.keep_case and not kind.uses_model:
+            raise ValueError("keep_case applies to model types only")
+        if not kind.is_dense:
+            self._check_sparse_fields()
+        if self.normalization is None:
+            self.normalization = kind.is_dense
+        if self.language_default_code:
+            self.language_default_code = self.language_default_code.lower()
+        return self
+
+    def _check_model_fields(self) -> None:
+        kind = self.type
         if kind.uses_model:
             if not self.model:
                 raise ValueError(f"model is required for {kind.value} vectors")
         elif self.model or self.revision or self.query_model or self.query_revision:
             raise ValueError(f"model is not allowed for {kind.value} vectors")
-        if kind is VectorType.DENSE_CUSTOM and self.dimensions is None:
-            raise ValueError("dimensions is required for dense_custom vectors")
-        if not kind.is_dense and kind is not VectorType.NOOP:
-            if self.normalization:
-                raise ValueError(f"normalization is not supported for {kind.value} vectors")
-        if kind in LANGUAGE_TYPES and not self.language_default_code:
-            raise ValueError(f"language_default_code is required for {kind.value} vectors")
-        if self.keep_case and not kind.uses_model:
-            raise ValueError("keep_case applies to model types only")
-        if self.normalization is None:
-            self.normalization = kind.is_dense
-        if not kind.is_dense:
-            self.dense_distance = None
-        if self.language_default_code:
-            self.language_default_code = self.language_default_code.lower()
-        return self
+
+    def _check_sparse_fields(self) -> None:
+        kind = self.type
+        if self.normalization and kind is not VectorType.NOOP:
+            raise ValueError(f"normalization is not supported for {kind.value} vectors")
+        # Clients send the default (cosine) for every vector; another metric is a mistake.
+        if self.dense_distance not in (None, DenseDistance.COSINE):
+            raise ValueError(f"dense_distance applies to dense vectors only, not {kind.value}")
+        self.dense_distance = None
 
 
 NOOP_VECTOR = {"name": "noop", "type": "noop", "index_fields": ["name"]}

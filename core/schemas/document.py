@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from core.enums import DocumentStatus, IndexField, OpType
+from core.filters import parse_filter
 from core.schemas.common import DocumentId, Name, WireModel, check_name
 
 MAX_TAGS = 50
@@ -152,6 +153,13 @@ class DocumentFetchRequest(WireModel):
     document_tags_match_all: StrictBool = False
     join: StrictStr | list[StrictStr] | None = None
     with_vectors: StrictBool = False
+
+    @field_validator("metadata_filter")
+    @classmethod
+    def _filter_syntax(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        if value is not None:
+            parse_filter(value)  # ValueError → 422; the raw value stays for the worker
+        return value
 
 
 class DocumentFetchResponse(BaseModel):

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from core.enums import FusionMode, IndexField
+from core.filters import parse_filter
 from core.schemas.common import WireModel
 from core.schemas.document import CustomDocumentVector, VectorData
 
@@ -58,6 +59,13 @@ class SearchQuery(WireModel):
     facet_options: FacetOptions | None = None
     raw_scores: StrictBool = False
     fusion_mode: FusionMode = FusionMode.RRF
+
+    @field_validator("metadata_filter")
+    @classmethod
+    def _filter_syntax(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        if value is not None:
+            parse_filter(value)  # ValueError → 422; the raw value stays for the worker
+        return value
 
     @field_validator("query")
     @classmethod

@@ -15,6 +15,7 @@ from core.lexical import (
     query_vector,
     token_id,
 )
+from core.lexical.language import detect, text_language
 from core.vectors import SparseVector
 
 WMTR = LexicalParams(VectorType.WMTR)
@@ -203,6 +204,60 @@ def test_language_changes_stemming() -> None:
     assert len(query_vector("und", FULL_TEXT)) == 1
 
 
+GERMAN_TEXT = "Die alten Häuser stehen am Fluss und die Kinder spielen im Garten"
+
+
+def full_text_ids(text: str, **options: object) -> set[int]:
+    params = LexicalParams(VectorType.FULL_TEXT, **options)  # type: ignore[arg-type]
+    return set(document_vector(text, params, avg_length=10).vector.indices)
+
+
+def test_detection_names_the_language_of_a_sentence_with_its_confidence() -> None:
+    language, confidence = detect(GERMAN_TEXT)
+    assert language == "de" and confidence > 0.9
+    assert detect("The old houses stand by the river")[0] == "en"
+
+
+def test_a_german_text_is_stemmed_as_german_under_language_detect() -> None:
+    detected = full_text_ids(GERMAN_TEXT, detect_language=True, language_confidence=0.9)
+    assert token_id("s:haus") in detected and token_id("s:kind") in detected
+    assert token_id("s:und") not in detected  # German stop word dropped
+    english = full_text_ids(GERMAN_TEXT)
+    assert token_id("s:haus") not in english and token_id("s:und") in english
+
+
+def test_detection_below_the_confidence_threshold_keeps_the_default_language() -> None:
+    sure_enough = full_text_ids(GERMAN_TEXT, detect_language=True, language_confidence=1.0)
+    assert sure_enough == full_text_ids(GERMAN_TEXT)
+    assert text_language("Haus", "en", True, 0.9) == "en"  # one word: not sure enough
+
+
+def test_detection_is_off_unless_asked() -> None:
+    assert text_language(GERMAN_TEXT, "en", False, 0.0) == "en"
+    assert text_language(GERMAN_TEXT, "en", True, 0.0) == "de"
+
+
+def test_a_query_is_detected_too() -> None:
+    params = LexicalParams(VectorType.FULL_TEXT, detect_language=True, language_confidence=0.9)
+    query = query_vector("Wo stehen die alten Häuser der Kinder", params)
+    assert token_id("s:haus") in query.indices
+
+
+def test_an_english_text_encodes_differently_with_default_de_and_en() -> None:
+    text = "The runners are running through the houses"
+    english, german = full_text_ids(text, language="en"), full_text_ids(text, language="de")
+    assert english != german
+    assert token_id("s:run") in english and token_id("s:the") not in english
+    assert token_id("s:the") in german
+
+
+def test_trigrams_ignore_the_language() -> None:
+    trigram_params = LexicalParams(VectorType.TRIGRAMS, detect_language=True, language="de")
+    assert document_vector(GERMAN_TEXT, trigram_params, 10) == document_vector(
+        GERMAN_TEXT, TRIGRAMS, 10
+    )
+
+
 def test_unknown_language_has_no_stemming_or_stop_words() -> None:
     unknown = LexicalParams(VectorType.FULL_TEXT, language="zz")
     assert score("running", "runs", unknown) == 0
@@ -270,6 +325,7 @@ def test_encoding_is_deterministic(params: LexicalParams) -> None:
         {"kind": VectorType.WMTR, "top_k": 10001},
         {"kind": VectorType.WMTR, "word_ratio": 101},
         {"kind": VectorType.WMTR, "word_ratio": -1},
+        {"kind": VectorType.FULL_TEXT, "language_confidence": 1.5},
     ],
 )
 def test_params_reject_out_of_range_values(kwargs: dict[str, object]) -> None:

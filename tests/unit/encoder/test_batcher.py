@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from core.enums import EmbedKind
+from core.enums import EmbedKind, EmbedOutput
+from core.vectors import SparseVector
 from encoder.batcher import Batcher, BatchKey, length_order
 
 KEY = BatchKey("fake/model")
@@ -171,3 +172,34 @@ async def test_close_gives_up_on_a_stuck_batch_within_its_bound() -> None:
     with pytest.raises(Exception, match="shutting down"):
         await stuck
     fake.gate.set()
+
+
+async def test_sparse_vectors_batch_together_and_come_back_in_request_order() -> None:
+    batches: list[list[str]] = []
+
+    def sparse_fn(texts: list[str]) -> list[SparseVector]:
+        batches.append(list(texts))
+        return [SparseVector(indices=[len(t)], values=[1.0]) for t in texts]
+
+    key = BatchKey("fake/splade", output=EmbedOutput.SPARSE, top_k=8)
+    batcher = Batcher(max_texts=8, wait_ms=20)
+    first, second = await asyncio.gather(
+        batcher.embed(key, DOCUMENT, ["a", "ccc"], sparse_fn),
+        batcher.embed(key, DOCUMENT, ["bb"], sparse_fn),
+    )
+    assert len(batches) == 1 and sorted(batches[0]) == ["a", "bb", "ccc"]
+    assert [v.indices for v in first.vectors] == [[1], [3]]
+    assert [v.indices for v in second.vectors] == [[2]]
+    await batcher.close()
+
+
+async def test_sparse_and_dense_work_of_one_model_never_share_a_batch() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=8, wait_ms=20)
+    sparse_key = BatchKey("fake/model", output=EmbedOutput.SPARSE, top_k=8)
+    await asyncio.gather(
+        batcher.embed(KEY, DOCUMENT, ["dense"], fake),
+        batcher.embed(sparse_key, DOCUMENT, ["sparse"], fake),
+    )
+    assert sorted(fake.batches) == [["dense"], ["sparse"]]
+    await batcher.close()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from core.enums import OpType
-from worker.indexing import Write, newest_per_document
+from core.schemas.collection import CollectionConfig
+from core.schemas.document import Document
+from core.vectors import SparseVector
+from worker.indexing import LocalVectors, Write, local_vectors, newest_per_document
+from worker.slots import slots
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -29,3 +34,83 @@ def test_delete_wins_a_tie_with_an_upsert() -> None:
 def test_documents_are_independent() -> None:
     winners = newest_per_document([write(OpType.UPSERT, "a", 1), write(OpType.DELETE, "b", 1)])
     assert set(winners) == {"a", "b"}
+
+
+# --- which vectors a document gets without a model call, and when a slot counts as changed ---
+
+CONFIG = CollectionConfig.model_validate(
+    {
+        "vectors": [
+            {"name": "emb", "type": "dense_custom", "dimensions": 2, "normalization": False},
+            {"name": "sp", "type": "sparse_custom", "index_fields": ["name", "content"]},
+            {"name": "kw", "type": "full_text"},
+            {"name": "dense", "type": "dense_model", "model": "m", "dimensions": 2},
+        ]
+    }
+)
+SLOTS = {slot.name: slot for slot in slots(CONFIG)}
+
+
+def document(**fields: Any) -> Document:
+    return Document.model_validate(
+        {"id": "d1", "timestamp": "2026-01-01T00:00:00Z", "content": "running shoes", **fields}
+    )
+
+
+def local(doc: Document, reusable: dict[str, Any] | None = None) -> LocalVectors:
+    return local_vectors(CONFIG, list(SLOTS.values()), doc, reusable or {}, {})
+
+
+def test_custom_vectors_go_into_their_slots_and_the_text_into_the_others() -> None:
+    doc = document(
+        custom_vectors=[
+            {"vector_name": "emb", "field": "content", "vector": [3, 4]},
+            {"vector_name": "sp", "field": "name", "vector": [[5, 0.5]]},
+        ]
+    )
+    result = local(doc)
+    assert result.vectors["emb.content"] == [3.0, 4.0]
+    assert result.vectors["sp.name"] == SparseVector(indices=[5], values=[0.5])
+    assert "sp.content" not in result.vectors  # a custom slot without a vector stays empty
+    assert "kw.content" in result.vectors and result.lengths == {"kw.content": 2}
+    assert [(slot.name, text) for slot, text in result.to_embed] == [
+        ("dense.content", "running shoes")
+    ]
+
+
+def test_precomputed_vectors_replace_lexical_encoding_and_embedding() -> None:
+    doc = document(
+        vectors=[
+            {"vector_name": "kw", "field": "content", "sparse_indices": [1], "sparse_values": [2]},
+            {"vector_name": "dense", "field": "content", "dense_vector": [0, 3]},
+        ]
+    )
+    result = local(doc)
+    assert result.vectors["kw.content"] == SparseVector(indices=[1], values=[2.0])
+    assert result.vectors["dense.content"] == [0.0, 1.0]
+    assert result.to_embed == [] and result.lengths == {}
+
+
+def test_a_stored_model_vector_is_reused_instead_of_embedded() -> None:
+    result = local(document(), reusable={"dense.content": [1.0, 0.0]})
+    assert result.vectors["dense.content"] == [1.0, 0.0] and result.to_embed == []
+
+
+def test_a_custom_slot_hash_follows_its_vector_not_the_text() -> None:
+    slot = SLOTS["emb.content"]
+    first = document(custom_vectors=[{"vector_name": "emb", "field": "content", "vector": [1, 2]}])
+    new_text = first.model_copy(update={"content": "other words"})
+    new_vector = document(
+        custom_vectors=[{"vector_name": "emb", "field": "content", "vector": [2, 1]}]
+    )
+    assert slot.text_hash(first) == slot.text_hash(new_text)
+    assert slot.text_hash(first) != slot.text_hash(new_vector)
+
+
+def test_an_unchanged_precomputed_vector_keeps_its_hash_and_differs_from_the_text_hash() -> None:
+    slot = SLOTS["dense.content"]
+    entry = {"vector_name": "dense", "field": "content", "dense_vector": [0.5, 0.5]}
+    given = document(vectors=[entry])
+    again = document(vectors=[{**entry, "vector_type": "dense_model"}], name="new name")
+    assert slot.text_hash(given) == slot.text_hash(again)
+    assert slot.text_hash(given) != slot.text_hash(document())

@@ -1,0 +1,90 @@
+"""A poison document fails alone: its neighbours are indexed, it ends `failed` with a reason,
+stays visible in status and queue info until DELETE …/queue, and never blocks the queue."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+
+from core.bus import Bus
+from core.enums import OpType
+from core.ledger import Ledger, QueuedWrite, new_queue_id
+from core.messages import DocumentMessage
+from core.names import DOCUMENTS_QUEUE
+from core.redis_client import connect_redis
+from core.schemas.document import Document
+from tests.integration.helpers import create, doc, doc_count, wait_until
+from tests.integration.stack import Stack
+
+
+async def _publish_raw(
+    amqp_url: str, redis_url: str, collection: str, documents: list[Document]
+) -> None:
+    """Queue writes as the API does, in one burst so they share a worker batch; this path also
+    takes writes the API would refuse (as an older client or a bug could have left them)."""
+    redis = await connect_redis(redis_url)
+    bus = await Bus.connect(amqp_url)
+    try:
+        messages = [
+            DocumentMessage(
+                collection=collection,
+                queue_id=new_queue_id(),
+                op=OpType.UPSERT,
+                doc_id=d.id,
+                timestamp=d.timestamp,
+                document=d,
+            )
+            for d in documents
+        ]
+        await Ledger(redis).enqueue(
+            collection,
+            [QueuedWrite(m.queue_id, m.doc_id, OpType.UPSERT, m.timestamp) for m in messages],
+        )
+        await asyncio.gather(*(bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages))
+    finally:
+        await bus.close()
+        await redis.aclose()
+
+
+def _vector_doc(doc_id: str, vector: list[float], seconds: float = 0) -> Document:
+    custom = [{"vector_name": "emb", "field": "content", "vector": vector}]
+    return Document.model_validate(doc(doc_id, f"text of {doc_id}", seconds, custom_vectors=custom))
+
+
+def test_poison_document_fails_alone_and_stays_visible_until_purged(
+    stack: Stack, client: httpx.Client
+) -> None:
+    name = f"poison{uuid.uuid4().hex[:8]}"
+    create(client, name, {"vectors": [{"name": "emb", "type": "dense_custom", "dimensions": 3}]})
+    good = [_vector_doc(f"g{i}", [1.0, float(i), 0.5]) for i in range(20)]
+    poison = _vector_doc("bad", [1.0, 2.0, 3.0, 4.0])  # 4 numbers in a 3-d slot
+    burst = good[:10] + [poison] + good[10:]
+    asyncio.run(_publish_raw(stack.amqp_url, stack.redis_url, name, burst))
+
+    wait_until(lambda: doc_count(client, name) == 20, timeout=60)
+
+    def failed() -> dict[str, object] | None:
+        info = client.get(f"/v1/collections/{name}/queue/info").json()
+        return info if info["failed_upsert"] == 1 else None
+
+    info = wait_until(failed, timeout=90)
+    assert info["total"] == 1 and info["queued_upsert"] == 0 and info["requeued_upsert"] == 0
+    statuses = client.get(f"/v1/collections/{name}/documents/bad/status").json()["statuses"]
+    assert [s["status"] for s in statuses] == ["failed"]
+    assert statuses[0]["try_count"] >= 1 and statuses[0]["info"]
+
+    # The queue keeps moving after the failure.
+    late = doc(
+        "late",
+        "after the poison",
+        100,
+        custom_vectors=[{"vector_name": "emb", "field": "content", "vector": [0.0, 1.0, 0.0]}],
+    )
+    assert client.post(f"/v1/collections/{name}/documents", json=late).status_code == 200
+    wait_until(lambda: doc_count(client, name) == 21, timeout=30)
+
+    assert client.delete(f"/v1/collections/{name}/queue").status_code == 200
+    assert client.get(f"/v1/collections/{name}/queue/info").json()["total"] == 0
+    assert client.get(f"/v1/collections/{name}/documents/bad/status").status_code == 404
