@@ -39,12 +39,17 @@ EXPECTED = {
 }
 
 
+def _matches(kind: str, key: str, value: Any, document: Document) -> bool:
+    # A datetime must come in the typed wrapper: a bare string is only a string.
+    return MATCHES[kind](value) and (kind != "datetime" or key in document.datetime_keys)
+
+
 def check_metadata(config: CollectionConfig, document: Document) -> None:
     """Every indexed key the document sets (not null) must match its index type."""
     metadata = document.metadata or {}
     for index in config.metadata_indexes or []:
         value = metadata.get(index.key)
-        if value is None or MATCHES[index.type](value):
+        if value is None or _matches(index.type, index.key, value, document):
             continue
         shown = repr(value) if len(repr(value)) <= 100 else repr(value)[:100] + "..."
         raise InvalidInput(

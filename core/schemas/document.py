@@ -8,11 +8,14 @@ from typing import Annotated, Any
 from pydantic import (
     BaseModel,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
     field_validator,
+    model_validator,
 )
 
 from core.enums import DocumentStatus, IndexField, OpType
@@ -62,6 +65,25 @@ class Document(WireModel):
     metadata: dict[str, Any] | None = None
     custom_vectors: list[CustomDocumentVector] | None = None
     vectors: list[VectorData] | None = None
+    # Metadata keys given as {"value", "type": "datetime"}: only those may fill a datetime index.
+    _datetime_keys: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_datetimes(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Document]
+    ) -> Document:
+        document = handler(data)
+        raw = data.get("metadata") if isinstance(data, dict) else None
+        if isinstance(raw, dict):
+            document._datetime_keys = frozenset(
+                key for key, item in raw.items() if _is_wrapped(item) and item["type"] == "datetime"
+            )
+        return document
+
+    @property
+    def datetime_keys(self) -> frozenset[str]:
+        return self._datetime_keys
 
     @field_validator("timestamp")
     @classmethod
@@ -102,9 +124,13 @@ class Document(WireModel):
         return getattr(self, field.value) or ""
 
 
+def _is_wrapped(item: Any) -> bool:
+    return isinstance(item, dict) and set(item) == {"value", "type"}
+
+
 def _unwrap(key: str, item: Any) -> Any:
     """Accept the typed `{value, type}` wrapper; store the value flat."""
-    if isinstance(item, dict) and set(item) == {"value", "type"}:
+    if _is_wrapped(item):
         kind, value = item["type"], item["value"]
         if kind not in METADATA_TYPES:
             raise ValueError(f"metadata '{key}': type must be one of {', '.join(METADATA_TYPES)}")
