@@ -6,19 +6,18 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from importlib.metadata import version as _package_version
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import numpy as np
 import qdrant_edge as qe
 
-from core.vectors import SparseVector
+from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
-from worker.store.conditions import build_filter
-from worker.store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
+from worker.store import edge_optimize as optimizer
+from worker.store.gate import Gate
+from worker.store.ids import point_id, stored_payload
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
@@ -31,7 +30,6 @@ from worker.store.protocol import (
     StoredPoint,
     StoreError,
     StoreInfo,
-    VectorValue,
 )
 
 log = logging.getLogger(__name__)
@@ -41,58 +39,21 @@ T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 
-class _Gate:
-    """Many shared users at once (queries, writes, optimize) or one exclusive (drop, empty, close).
-
-    An EdgeShard tolerates calls from several threads at once: in a test, 7.5k queries and counts
-    ran during 40 upserts, deletes and flushes of one shard with no error or wrong result, and
-    queries and updates release the GIL. So reads and writes are not serialised; only what closes
-    or swaps the shard needs it alone. A waiting exclusive user goes first.
-    """
-
-    def __init__(self) -> None:
-        self._cond = asyncio.Condition()
-        self._users = 0
-        self._exclusive = False
-
-    @asynccontextmanager
-    async def shared(self) -> AsyncIterator[None]:
-        async with self._cond:
-            await self._cond.wait_for(lambda: not self._exclusive)
-            self._users += 1
-        try:
-            yield
-        finally:
-            async with self._cond:
-                self._users -= 1
-                self._cond.notify_all()
-
-    @asynccontextmanager
-    async def exclusive(self) -> AsyncIterator[None]:
-        async with self._cond:
-            await self._cond.wait_for(lambda: not self._exclusive)
-            self._exclusive = True
-            await self._cond.wait_for(lambda: self._users == 0)
-        try:
-            yield
-        finally:
-            async with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
-
-
 class _Shard:
     """One open collection: the engine shard, its schema, and when it was last optimized."""
 
     def __init__(self, engine: qe.EdgeShard, schema: CollectionSchema, points: int) -> None:
         self.engine = engine
         self.schema = schema
-        self.gate = _Gate()
+        self.gate = Gate()
         self.closed = False
         self.optimizing = False
         self.base = points  # points at the last optimize (or at load)
         self.changed = 0  # points written or deleted since
         self.checked = True  # False for a loaded shard: an optimize may be left over
+        self.writes = asyncio.Lock()  # one write at a time, and none while a copy is taken
+        self.journal: list[qe.UpdateOperation] | None = None  # writes since the copy was taken
+        self.generation = 0  # bumped by `empty`: an optimized copy of before is stale
 
 
 class EdgeStore:
@@ -112,6 +73,7 @@ class EdgeStore:
         self._table = asyncio.Lock()
         self._min_changes = optimize_min_changes
         self._growth = optimize_growth
+        self._maintenance: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def open(
@@ -157,7 +119,7 @@ class EdgeStore:
         if not points:  # nothing to make durable
             self._shard(name)
             return
-        operation = qe.UpdateOperation.upsert_points([_to_point(p) for p in points])
+        operation = qe.UpdateOperation.upsert_points([convert.to_point(p) for p in points])
         await self._write(name, operation, len(points))
 
     async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
@@ -177,7 +139,7 @@ class EdgeStore:
     ) -> dict[str, StoredPoint]:
         ids: list[Any] = [point_id(d) for d in doc_ids]
         records = await self._use(name, lambda e: e.retrieve(ids, True, with_vectors))
-        points = (_to_stored(r, with_vectors) for r in records)
+        points = (convert.to_stored(r, with_vectors) for r in records)
         return {p.doc_id: p for p in points}
 
     async def count(self, name: str) -> int:
@@ -195,12 +157,12 @@ class EdgeStore:
         request = qe.ScrollRequest(
             offset=after,
             limit=limit,
-            filter=_to_filter(filter),
+            filter=convert.to_filter(filter),
             with_payload=True,
             with_vector=with_vectors,
         )
         records, next_id = await self._use(name, lambda e: e.scroll(request))
-        points = [_to_stored(r, with_vectors) for r in records]
+        points = [convert.to_stored(r, with_vectors) for r in records]
         return ScrollPage(points, None if next_id is None else str(next_id))
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
@@ -208,9 +170,11 @@ class EdgeStore:
             self._shard(name)
             return []
         idf_slots = {s.name for s in self._shard(name).schema.sparse if s.idf}
-        batch = qe.QueryBatchRequest([_to_request(arm, arm.slot in idf_slots) for arm in arms])
+        batch = qe.QueryBatchRequest(
+            [convert.to_request(arm, arm.slot in idf_slots) for arm in arms]
+        )
         results = await self._use(name, lambda e: e.query_batch(batch))
-        return [[_to_hit(p) for p in points] for points in results]
+        return [[convert.to_hit(p) for p in points] for points in results]
 
     async def empty(self, name: str) -> None:
         """Drop the shard and make a fresh one with the same schema (IDF statistics reset too)."""
@@ -220,25 +184,66 @@ class EdgeStore:
                 args = (self._root, name, shard.engine, shard.schema)
                 shard.engine = await _in_thread(folder.rebuild, *args)
                 shard.base, shard.changed, shard.checked = 0, 0, True
+                shard.generation += 1
 
     async def maintain(self, name: str) -> None:
-        """Optimize the shard when it changed enough since the last time; one at a time.
+        """Start optimizing the shard when it changed enough since the last time; one at a time.
 
-        `optimize()` holds the GIL while it runs, so although it runs in a thread it pauses the
-        whole process (measured: seconds per 10k 384-d points); the thresholds keep it rare.
+        The optimize runs in a child process on a copy (see edge_optimize) and is swapped in
+        when done; this returns at once. `maintenance_done` waits for it.
         """
         shard = self._shard(name)
         if shard.optimizing or not self._due(shard):
             return
-        shard.optimizing, seen = True, shard.changed
+        shard.optimizing = True
+        task = asyncio.create_task(self._optimize(name, shard))
+        self._maintenance.add(task)
+        task.add_done_callback(self._maintenance.discard)
+
+    async def maintenance_done(self) -> None:
+        """Wait for the optimizations under way (tests and shutdown)."""
+        while self._maintenance:
+            await asyncio.wait(set(self._maintenance))
+
+    async def _optimize(self, name: str, shard: _Shard) -> None:
+        started = time.perf_counter()
         try:
-            points = await self._on(shard, name, lambda e: _optimize(e, name))
+            async with shard.writes:
+                seen, generation = shard.changed, shard.generation
+                copy = await self._on(
+                    shard, name, lambda e: optimizer.copy_for_optimize(self._root, name, e)
+                )
+                shard.journal = []
+            await optimizer.optimize_in_child(copy)
+            async with shard.gate.exclusive():
+                if shard.closed or shard.generation != generation:
+                    return
+                await _in_thread(optimizer.replay, copy, shard.journal)
+                replayed, shard.journal = len(shard.journal), None
+                shard.engine = await _in_thread(
+                    folder.install, self._root, name, shard.engine, copy
+                )
+                shard.base = await _in_thread(_count, shard.engine)
+                shard.changed, shard.checked = shard.changed - seen, True
+            log.info(
+                "optimized %s in %.2fs (%d writes replayed)",
+                name,
+                time.perf_counter() - started,
+                replayed,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the live shard is untouched: serve on, optimize next time
+            log.exception("optimizing %s failed", name)
         finally:
-            shard.optimizing = False
-        shard.base, shard.changed, shard.checked = points, shard.changed - seen, True
+            shard.journal, shard.optimizing = None, False
+            await asyncio.to_thread(optimizer.discard, self._root, name)
 
     async def close(self) -> None:
-        """Flush and close every shard, then release the folder."""
+        """Stop optimizations, flush and close every shard, then release the folder."""
+        for task in list(self._maintenance):
+            task.cancel()
+        await self.maintenance_done()
         async with self._table:
             for shard in self._shards.values():
                 async with shard.gate.exclusive():
@@ -259,7 +264,10 @@ class EdgeStore:
 
     async def _write(self, name: str, operation: qe.UpdateOperation, changed: int) -> None:
         shard = self._shard(name)
-        await self._on(shard, name, lambda e: _apply(e, operation))
+        async with shard.writes:
+            await self._on(shard, name, lambda e: _apply(e, operation))
+            if shard.journal is not None:  # an optimized copy is being made: it needs this too
+                shard.journal.append(operation)
         shard.changed += changed
 
     async def _use(self, name: str, work: Callable[[qe.EdgeShard], T]) -> T:
@@ -300,13 +308,6 @@ def _count(engine: qe.EdgeShard) -> int:
     return engine.count(qe.CountRequest(exact=True))
 
 
-def _optimize(engine: qe.EdgeShard, name: str) -> int:
-    started = time.perf_counter()
-    changed = engine.optimize()
-    log.info("optimized %s: changed=%s in %.2fs", name, changed, time.perf_counter() - started)
-    return _count(engine)
-
-
 def _close(engine: qe.EdgeShard) -> None:
     engine.flush()
     engine.close()
@@ -324,88 +325,3 @@ def _load_all(root: Path) -> dict[str, _Shard]:
 
 def _create(root: Path, name: str, schema: CollectionSchema) -> _Shard:
     return _Shard(folder.create(root, name, schema), schema, 0)
-
-
-# --- conversions between Braid types and the engine's ---
-
-
-def _to_point(point: PointWrite) -> qe.Point:
-    vectors = {slot: _to_edge_vector(v) for slot, v in point.vectors.items()}
-    return qe.Point(point_id(point.doc_id), vectors, stored_payload(point.doc_id, point.payload))
-
-
-def _to_edge_vector(value: VectorValue) -> Any:
-    if isinstance(value, SparseVector):
-        return qe.SparseVector(value.indices, value.values)
-    return value
-
-
-def _from_edge_vector(value: Any) -> VectorValue:
-    if isinstance(value, qe.SparseVector):
-        return SparseVector(indices=list(value.indices), values=list(value.values))
-    return list(value)
-
-
-def _to_stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
-    doc_id, payload = split_payload(record.payload)
-    if not with_vectors:
-        return StoredPoint(doc_id, payload)
-    raw = record.vector if isinstance(record.vector, dict) else {}
-    return StoredPoint(doc_id, payload, {k: _from_edge_vector(v) for k, v in raw.items()})
-
-
-def _to_request(arm: ArmQuery, idf: bool) -> qe.QueryRequest:
-    query = qe.Query.Nearest(_to_edge_vector(arm.vector), using=arm.slot)
-    params = None
-    if idf:
-        # IDF over the live points that have this vector: by default the engine reads it from the
-        # sparse index, which goes on counting deleted points until a vacuum (0.3 ms an arm at 10k).
-        live = qe.Filter(must=[qe.HasVectorCondition(arm.slot)])
-        params = qe.SearchParams(idf=qe.IdfParams(corpus=live))
-    return qe.QueryRequest(
-        limit=arm.limit,
-        query=query,
-        filter=_to_filter(arm.filter),
-        with_payload=[DOC_ID_KEY],
-        params=params,
-    )
-
-
-def _to_hit(point: qe.ScoredPoint) -> ArmHit:
-    return ArmHit(doc_id=str((point.payload or {})[DOC_ID_KEY]), score=point.score)
-
-
-class _EdgeParts:
-    """The engine's filter classes, for worker.store.conditions.build_filter."""
-
-    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
-        return qe.Filter(must=must or None, should=should or None, must_not=must_not or None)
-
-    def match(self, key: str, value: str | int | bool) -> Any:
-        # The binding reads a Python bool as the integer 1 or 0, which matches no stored boolean;
-        # numpy's bool is the one type it takes as a boolean (qdrant-edge-py 0.9.0).
-        typed: Any = np.bool_(value) if isinstance(value, bool) else value
-        return qe.FieldCondition(key, match=qe.MatchValue(typed))
-
-    def match_any(self, key: str, values: list[str] | list[int]) -> Any:
-        return qe.FieldCondition(key, match=qe.MatchAny(values))
-
-    def number_range(self, key: str, bounds: dict[str, float]) -> Any:
-        return qe.FieldCondition(key, range=qe.RangeFloat(**bounds))
-
-    def datetime_range(self, key: str, bounds: dict[str, str]) -> Any:
-        return qe.FieldCondition(key, range=qe.RangeDateTime(**bounds))
-
-    def is_empty(self, key: str) -> Any:
-        return qe.IsEmptyCondition(key)
-
-    def has_id(self, ids: list[str]) -> Any:
-        return qe.HasIdCondition(set(ids))
-
-
-_PARTS = _EdgeParts()
-
-
-def _to_filter(point_filter: PointFilter | None) -> qe.Filter | None:
-    filter_: qe.Filter | None = build_filter(point_filter, _PARTS)
-    return filter_

@@ -28,6 +28,7 @@ LOCK_FILE = ".lock"
 SCHEMA_FILE = "braid_schema.json"
 _FRESH = ".fresh-"
 _TRASH = ".trash-"
+_OPTIMIZING = ".optimizing-"  # worker.store.edge_optimize's copies
 _DISTANCES = {
     DenseDistance.COSINE: qe.Distance.Cosine,
     DenseDistance.DOT: qe.Distance.Dot,
@@ -68,8 +69,8 @@ def recover(root: Path) -> None:
                 path.rename(target)
             else:
                 shutil.rmtree(path)
-        elif path.name.startswith(_TRASH):
-            shutil.rmtree(path)
+        elif path.name.startswith((_TRASH, _OPTIMIZING)):
+            shutil.rmtree(path)  # an optimize cut short is simply done again
     _sync_dir(root)
 
 
@@ -102,7 +103,18 @@ def drop(root: Path, name: str, engine: qe.EdgeShard) -> None:
 
 def rebuild(root: Path, name: str, engine: qe.EdgeShard, schema: CollectionSchema) -> qe.EdgeShard:
     """Swap in a fresh empty shard; the old one stays usable if building the new one fails."""
-    fresh = _build(root, name, schema)
+    return _swap_in(root, name, engine, _build(root, name, schema))
+
+
+def install(root: Path, name: str, engine: qe.EdgeShard, complete: Path) -> qe.EdgeShard:
+    """Swap in `complete` (a whole shard folder, e.g. an optimized copy) for the open shard."""
+    fresh = root / f"{_FRESH}{name}"
+    shutil.rmtree(fresh, ignore_errors=True)
+    complete.rename(fresh)  # from here on, a crash promotes it (recover)
+    return _swap_in(root, name, engine, fresh)
+
+
+def _swap_in(root: Path, name: str, engine: qe.EdgeShard, fresh: Path) -> qe.EdgeShard:
     engine.close()
     trash = root / f"{_TRASH}{name}"
     (root / name).rename(trash)
