@@ -22,6 +22,7 @@ import qdrant_edge as qe
 from worker.store.protocol import StoreError
 
 OPTIMIZING = ".optimizing-"
+_PROJECT = Path(__file__).resolve().parents[2]  # where `-m worker...` resolves
 
 
 def copy_for_optimize(root: Path, name: str, engine: qe.EdgeShard) -> Path:
@@ -36,7 +37,7 @@ def copy_for_optimize(root: Path, name: str, engine: qe.EdgeShard) -> Path:
 async def optimize_in_child(copy: Path) -> None:
     """Run the engine's optimize on `copy` in a child process; StoreError if it fails."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "worker.store.edge_optimize", str(copy)
+        sys.executable, "-m", "worker.store.edge_optimize", str(copy), cwd=_PROJECT
     )
     try:
         code = await child.wait()
