@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
+
+from pydantic import AfterValidator, StrictStr
 
 from core.errors import InvalidInput
 from core.schemas.common import NAME_RE
@@ -68,6 +70,15 @@ _WIRE_OPS = {op.value: op for op in FilterOp if op is not FilterOp.IN}
 _BOOLEAN_KEYS = frozenset({"and", "or", "not"})
 _CONDITION_KEYS = frozenset({"key", "op", "value"})
 _ORDERED_TYPES = frozenset({"integer", "float", "datetime"})
+
+
+def _filter_syntax(value: dict[str, Any] | str) -> dict[str, Any] | str:
+    parse_filter(value)  # ValueError → 422; the raw value stays for the worker to type
+    return value
+
+
+# A wire `metadata_filter` in either form, checked for syntax and structure by the schemas.
+MetadataFilterInput = Annotated[dict[str, Any] | StrictStr, AfterValidator(_filter_syntax)]
 
 
 def parse_filter(raw: Mapping[str, Any] | str) -> Expr:

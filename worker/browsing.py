@@ -7,34 +7,22 @@ cursor the client gets back is the store's (the id of the next page's first poin
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from core.catalog import Catalog
 from core.errors import InvalidInput, NotFound
 from core.messages import FetchDocuments, FetchReply
 from core.schemas.collection import CollectionConfig
 from worker.filtering import point_filter
+from worker.joining import Joiner
 from worker.payload import public_document
 from worker.store.protocol import Store, StoredPoint
 
 MISSING = "Configuration not found"
 
 
-class JoinAttacher(Protocol):
-    """Attaches `joined[child]` to documents (worker.joining.Joiner)."""
-
-    async def attach(
-        self,
-        parent: CollectionConfig,
-        documents: list[dict[str, Any]],
-        join: str | list[str] | None,
-        exclude: Iterable[str] = (),
-    ) -> None: ...
-
-
 class Browser:
-    def __init__(self, store: Store, catalog: Catalog, joiner: JoinAttacher | None = None) -> None:
+    def __init__(self, store: Store, catalog: Catalog, joiner: Joiner) -> None:
         self._store = store
         self._catalog = catalog
         self._joiner = joiner
@@ -44,8 +32,6 @@ class Browser:
         if config is None:
             raise NotFound(MISSING)
         request = call.request
-        if request.join and self._joiner is None:
-            raise InvalidInput("join is not supported yet")
         where = point_filter(
             config,
             request.metadata_filter,
@@ -56,7 +42,7 @@ class Browser:
             call.collection, where, _cursor(request.after), request.page_size, request.with_vectors
         )
         documents = [_shape(p, config, request.with_vectors) for p in page.points]
-        if request.join and documents and self._joiner is not None:
+        if request.join and documents:
             await self._joiner.attach(config, documents, request.join)
         return FetchReply(documents=documents, after=page.after)
 

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from core.enums import DocumentStatus, IndexField, OpType
-from core.filters import parse_filter
+from core.filters import MetadataFilterInput
 from core.schemas.common import DocumentId, Name, WireModel, check_name
 
 MAX_TAGS = 50
@@ -174,18 +174,11 @@ class DocumentFetchRequest(WireModel):
 
     page_size: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
     after: StrictStr | None = None
-    metadata_filter: dict[str, Any] | StrictStr | None = None
+    metadata_filter: MetadataFilterInput | None = None
     document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None
     document_tags_match_all: StrictBool = False
     join: StrictStr | list[StrictStr] | None = None
     with_vectors: StrictBool = False
-
-    @field_validator("metadata_filter")
-    @classmethod
-    def _filter_syntax(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
-        if value is not None:
-            parse_filter(value)  # ValueError → 422; the raw value stays for the worker
-        return value
 
 
 class DocumentFetchResponse(BaseModel):

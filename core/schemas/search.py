@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from core.enums import FusionMode, IndexField
-from core.filters import parse_filter
+from core.filters import MetadataFilterInput
 from core.schemas.common import WireModel
 from core.schemas.document import CustomDocumentVector, VectorData
 
@@ -49,7 +49,7 @@ class SearchQuery(WireModel):
     score_threshold: Number | None = None
     document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None
     document_tags_match_all: StrictBool = False
-    metadata_filter: dict[str, Any] | StrictStr | None = None
+    metadata_filter: MetadataFilterInput | None = None
     join: StrictStr | list[StrictStr] | None = None
     exclude: list[ExcludableField] | None = None
     group_field: StrictStr | None = None
@@ -59,13 +59,6 @@ class SearchQuery(WireModel):
     facet_options: FacetOptions | None = None
     raw_scores: StrictBool = False
     fusion_mode: FusionMode = FusionMode.RRF
-
-    @field_validator("metadata_filter")
-    @classmethod
-    def _filter_syntax(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
-        if value is not None:
-            parse_filter(value)  # ValueError → 422; the raw value stays for the worker
-        return value
 
     @field_validator("query")
     @classmethod
