@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import aio_pika
@@ -141,6 +141,22 @@ class Bus:
         if ERROR_STATUS in headers:
             raise error_for_status(int(str(headers[ERROR_STATUS])), str(headers[ERROR_MESSAGE]))
         return reply_type.model_validate_json(reply.body)
+
+    async def call_with_retry(
+        self, queue: str, request: BaseModel, reply_type: type[Rep], timeouts: Sequence[float]
+    ) -> Rep:
+        """RPC with one try per entry of `timeouts`; only a try left unanswered is retried.
+
+        Every try is its own message (its own expiry): a late answer to an earlier try is
+        dropped, and repeating the request must be harmless (embedding is a pure function).
+        """
+        *tries, last_s = timeouts
+        for timeout_s in tries:
+            try:
+                return await self.call(queue, request, reply_type, timeout_s)
+            except RpcTimeout:
+                log.info("no answer from %s within %.1f s; trying again", queue, timeout_s)
+        return await self.call(queue, request, reply_type, last_s)
 
     async def reply(self, request: AbstractIncomingMessage, result: BaseModel | BraidError) -> None:
         """Answer an RPC request (no-op when the caller asked for no answer)."""

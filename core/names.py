@@ -75,6 +75,11 @@ class RedisKeys:
         return f"{cls.prefix}:stats:encoder:{index}"
 
     @classmethod
+    def encoders(cls) -> str:
+        """Hash encoder index -> its heartbeat record (JSON): the model-holder registry."""
+        return f"{cls.prefix}:encoders"
+
+    @classmethod
     def encoder_pattern(cls) -> str:
         return f"{cls.prefix}:stats:encoder:*"
 

@@ -1,12 +1,24 @@
-"""Which queues an encoder consumes, by role, and forwarding model work to a model holder."""
+"""Which queues an encoder consumes, by role; its registry heartbeat; forwarding model work."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
 from core.bus import Bus
 from core.enums import EmbedKind, EncoderRole
+from core.holders import HEARTBEAT_S, EncoderRecord
 from core.messages import EmbedReply, EmbedRequest
-from core.names import embed_queue, encoder_queue, holder_queue
+from core.names import RedisKeys, embed_queue, encoder_queue, holder_queue
 from core.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def role_of(settings: Settings) -> EncoderRole:
@@ -29,7 +41,66 @@ class Forwarder:
         self._timeout_s = timeout_s
 
     async def forward(self, request: EmbedRequest) -> EmbedReply:
-        """Errors from the holder (bad model, timeout) come back raised as BraidError."""
+        """Errors from the holder (bad model, timeout) come back raised as BraidError.
+
+        One try: the caller that sent the work here owns the retry policy.
+        """
         return await self._bus.call(
             holder_queue(request.kind), request, EmbedReply, timeout_s=self._timeout_s
         )
+
+
+class Heartbeat:
+    """Announces this encoder in the registry every `interval_s` (start it once consuming);
+    close withdraws the record so callers stop counting on it before it stops serving."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        index: int,
+        role: EncoderRole,
+        models: Callable[[], list[str]],
+        interval_s: float = HEARTBEAT_S,
+    ) -> None:
+        self._redis = redis
+        self._index = index
+        self._role = role
+        self._models = models
+        self._interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def record(self) -> EncoderRecord:
+        return EncoderRecord(
+            index=self._index,
+            role=self._role,
+            models=self._models(),
+            pid=os.getpid(),
+            last_seen=time.time(),
+        )
+
+    async def start(self) -> None:
+        await self.beat()
+        self._task = asyncio.create_task(self._loop(), name="encoder-heartbeat")
+
+    async def beat(self) -> None:
+        """A missed beat is only logged: the record ages and callers route around it."""
+        try:
+            await self._redis.hset(
+                RedisKeys.encoders(), str(self._index), self.record().model_dump_json()
+            )
+        except (RedisError, OSError) as exc:
+            log.warning("could not write the encoder heartbeat: %s", exc)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        try:
+            await self._redis.hdel(RedisKeys.encoders(), str(self._index))
+        except (RedisError, OSError) as exc:
+            log.warning("could not withdraw the encoder heartbeat: %s", exc)
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval_s)
+            await self.beat()

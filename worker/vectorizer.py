@@ -1,4 +1,8 @@
-"""Turns slot texts into vectors: lexical ones locally, model ones through the encoders."""
+"""Turns slot texts into vectors: lexical ones locally, model ones through the encoders.
+
+Model work goes straight to the holders' shared queue while a live holder is registered, and
+through any encoder (a router forwards it) otherwise; see core.holders.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from redis.asyncio import Redis
 from core.bus import Bus
 from core.enums import EmbedKind, EmbedOutput, VectorType
 from core.errors import InvalidInput
+from core.holders import HolderDirectory, attempt_timeouts
 from core.lexical import document_vector, query_vector
 from core.messages import EmbedReply, EmbedRequest
-from core.names import RedisKeys, embed_queue
+from core.names import RedisKeys
 from core.schemas.collection import VectorConfig
 from core.vector_input import custom_vector
 from core.vectors import SparseVector
@@ -39,6 +44,7 @@ class Vectorizer:
         self._bus = bus
         self._redis = redis
         self._timeout_s = timeout_s
+        self._holders = HolderDirectory(redis)
         self._query_cache: OrderedDict[QueryKey, VectorValue] = OrderedDict()
 
     async def embed(
@@ -81,8 +87,10 @@ class Vectorizer:
             )
             for i in range(0, len(texts), CHUNK)
         ]
+        route = await self._holders.route(kind)
+        tries = attempt_timeouts(kind, self._timeout_s)
         replies = await asyncio.gather(
-            *(self._bus.call(embed_queue(kind), r, EmbedReply, self._timeout_s) for r in requests)
+            *(self._bus.call_with_retry(route.queue, r, EmbedReply, tries) for r in requests)
         )
         if kind is EmbedKind.DOCUMENT and texts:
             await self._redis.hincrby(RedisKeys.worker_stats(), "texts_embedded", len(texts))

@@ -1,12 +1,16 @@
-"""Which queues an encoder consumes follows from its role."""
+"""Which queues an encoder consumes, and what it announces, follow from its role."""
 
 from __future__ import annotations
 
+import os
+import time
+
 from core.enums import EmbedKind, EncoderRole
+from core.holders import choose_route
 from core.names import embed_queue, encoder_queue, holder_queue
 from core.settings import Settings
 from core.topology import encoder_queue_spec
-from encoder.routing import consumed_queues, role_of
+from encoder.routing import Heartbeat, consumed_queues, role_of
 
 
 def settings_for(index: int) -> Settings:
@@ -44,3 +48,24 @@ def test_an_encoders_own_queue_is_bounded_and_expires_with_the_rpc_timeout() -> 
     assert spec.name == encoder_queue(3) and not spec.durable
     assert spec.arguments["x-overflow"] == "reject-publish"
     assert spec.arguments["x-message-ttl"] == 7000
+
+
+def test_a_heartbeat_announces_role_models_pid_and_now() -> None:
+    beat = Heartbeat(None, 2, EncoderRole.MODEL_HOLDER, lambda: ["m"])  # type: ignore[arg-type]
+    record = beat.record()
+    assert (record.index, record.role, record.models, record.pid) == (
+        2,
+        EncoderRole.MODEL_HOLDER,
+        ["m"],
+        os.getpid(),
+    )
+    assert abs(record.last_seen - time.time()) < 5
+
+
+def test_a_fresh_holder_heartbeat_makes_callers_skip_the_router_hop() -> None:
+    holder = Heartbeat(None, 1, role_of(settings_for(1)), list).record()  # type: ignore[arg-type]
+    router = Heartbeat(None, 2, role_of(settings_for(2)), list).record()  # type: ignore[arg-type]
+    route = choose_route(EmbedKind.QUERY, [holder, router], time.time())
+    assert route.queue == holder_queue(EmbedKind.QUERY) and route.holders == (1,)
+    # The router consumes the queue the caller falls back to, never the one it skips to.
+    assert route.queue not in consumed_queues(settings_for(2))
