@@ -66,6 +66,14 @@ class EncoderRole(StrEnum):
     ROUTER = "router"
 
 
+class EncoderBackend(StrEnum):
+    """How a model holder runs dense models; `auto` is ONNX Runtime on CPU, torch on CUDA."""
+
+    AUTO = "auto"
+    TORCH = "torch"
+    ONNX = "onnx"
+
+
 class EmbedOutput(StrEnum):
     """What an embed request asks the model for: a dense embedding or a SPLADE sparse vector."""
 

@@ -9,6 +9,8 @@ from urllib.parse import urlparse
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.enums import EncoderBackend
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BRAID_", extra="ignore")
@@ -27,11 +29,23 @@ class Settings(BaseSettings):
     encoder_models: int = Field(1, ge=1)
     encoder_index: int = Field(1, ge=1)
     device: str = "auto"
+    encoder_backend: EncoderBackend = EncoderBackend.AUTO
     encoder_threads: int = Field(0, ge=0)
     model_dir: Path | None = None
     allow_downloads: bool = False
+    # Micro-batching (docs/benchmarks.md has the measurements behind the defaults). Documents and
+    # queries run on separate lanes, so a query never waits behind a document batch.
     embed_batch_size: int = Field(32, ge=1)
     embed_batch_wait_ms: float = Field(3.0, ge=0)
+    query_batch_size: int = Field(16, ge=1)
+    query_batch_wait_ms: float = Field(0.0, ge=0)
+    query_threads: int = Field(1, ge=1)
+    # Document batches a holder runs side by side; they share its threads (1 measured best on
+    # a quiet machine, docs/benchmarks.md).
+    document_workers: int = Field(1, ge=1)
+    # Added to the nice value of the document lane's model threads: queries, the event loop and
+    # the broker preempt bulk embedding (Linux; the value is per thread there).
+    document_nice: int = Field(10, ge=0, le=19)
 
     # Bounds (DESIGN invariant 4).
     document_queue_max: int = Field(100_000, ge=1)
@@ -58,6 +72,11 @@ class Settings(BaseSettings):
         return self.data_dir.resolve() / "hf"
 
     @property
+    def onnx_cache_dir(self) -> Path:
+        """ONNX exports of the models, made here on first use."""
+        return self.data_dir.resolve() / "onnx"
+
+    @property
     def resolved_model_dir(self) -> Path:
         return self.model_dir or self.data_dir.resolve() / "models"
 
@@ -68,11 +87,19 @@ class Settings(BaseSettings):
 
     @property
     def threads_per_encoder(self) -> int:
-        """Intra-op threads so that encoders x threads <= cores."""
+        """Model threads of a holder's document lane, so that holders x threads <= cores.
+
+        The query lane adds `query_threads`, busy only while a query is being embedded (and it
+        preempts the document threads, which run at a lower priority)."""
         if self.encoder_threads:
             return self.encoder_threads
         holders = min(self.encoder_models, self.encoders)
         return max(1, (os.cpu_count() or 1) // holders)
+
+    @property
+    def threads_per_document_call(self) -> int:
+        """Intra-op threads of one document batch: the lane's threads over its workers."""
+        return max(1, self.threads_per_encoder // self.document_workers)
 
     @property
     def node_name(self) -> str:

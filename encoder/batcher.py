@@ -1,12 +1,22 @@
-"""Dynamic micro-batching on one model lane: size/time flush, queries before documents."""
+"""Dynamic micro-batching: size/time flush, length-sorted batches, one lane per kind of work.
+
+Queries and documents run on separate lanes with model threads of their own, so a query is
+embedded while a document batch is still running instead of waiting behind it (DESIGN invariant
+5). The document lane's model threads run at a lower CPU priority, so a query, the event loop and
+the broker take a core from them when they need one; it can run `workers` batches side by side.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from core.enums import EmbedKind, EmbedOutput
@@ -18,7 +28,7 @@ log = logging.getLogger(__name__)
 # A batch runs a dense or a sparse model: the lane passes its vectors through untouched.
 EmbedVector = list[float] | SparseVector
 EmbedFn = Callable[[list[str]], Sequence[EmbedVector]]
-OnBatch = Callable[[int, float], None]  # (texts in the batch, model ms)
+OnBatch = Callable[[EmbedKind, int, float], None]  # (lane, texts in the batch, model ms)
 
 
 @dataclass(frozen=True)
@@ -65,46 +75,73 @@ class _Group:
     size: int = 0
 
 
+# A sorted batch is cut where a text is shorter than SPLIT_RATIO of its group's longest, once
+# that longest is long enough for padding to cost more than an extra model call.
+SPLIT_RATIO = 0.5
+SPLIT_MIN_CHARS = 400
+
+
 def length_order(texts: list[str]) -> list[int]:
     """Indices of `texts`, longest first, so each batch pads as little as possible."""
     return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
 
 
-class Batcher:
-    """Embeds requests that arrive together as one batch, on a single model-execution lane."""
+def length_groups(lengths: Sequence[int]) -> list[slice]:
+    """Model calls for a batch sorted longest first: texts of similar length share a call, so
+    a short text is not padded to a long one."""
+    groups: list[slice] = []
+    start = 0
+    for i in range(1, len(lengths)):
+        longest = lengths[start]
+        if longest >= SPLIT_MIN_CHARS and lengths[i] < longest * SPLIT_RATIO:
+            groups.append(slice(start, i))
+            start = i
+    groups.append(slice(start, len(lengths)))
+    return groups
+
+
+class Lane:
+    """Embeds requests of one kind that arrive together as one batch, on one model thread."""
 
     def __init__(
         self,
+        kind: EmbedKind,
         max_texts: int,
         wait_ms: float,
         drain_s: float = 10.0,
         on_batch: OnBatch | None = None,
+        workers: int = 1,
+        nice: int = 0,
     ) -> None:
+        self.kind = kind
         self._max_texts = max_texts
         self._on_batch = on_batch
         self._wait_s = wait_ms / 1000.0
         self._drain_s = drain_s
-        self._groups: dict[tuple[EmbedKind, BatchKey], _Group] = {}
+        self._workers = workers
+        self._groups: dict[BatchKey, _Group] = {}
+        self._executor = ThreadPoolExecutor(
+            workers, f"embed-{kind}", initializer=lower_priority, initargs=(nice,)
+        )
         self._wake = asyncio.Event()
         self._closing = False
-        self._lane: asyncio.Task[None] | None = None
-        self._running: list[_Piece] = []
+        self._task: asyncio.Task[None] | None = None
+        self._running: dict[int, list[_Piece]] = {}  # batches in model calls, by id
+        self._batches: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
-        if self._lane is None:
-            self._lane = asyncio.create_task(self._run(), name="embed-lane")
-            self._lane.add_done_callback(self._lane_done)
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"embed-lane-{self.kind}")
+            self._task.add_done_callback(self._lane_done)
 
     def _lane_done(self, lane: asyncio.Task[None]) -> None:
         """A lane that died of a bug must not leave callers waiting: fail them, allow a restart."""
         if not lane.cancelled() and lane.exception() is not None:
-            log.error("embedding lane crashed", exc_info=lane.exception())
+            log.error("%s embedding lane crashed", self.kind, exc_info=lane.exception())
             self._fail_pending(Unavailable("embedding lane crashed; retry"))
-        self._lane = None
+        self._task = None
 
-    async def embed(
-        self, key: BatchKey, kind: EmbedKind, texts: list[str], embed_fn: EmbedFn
-    ) -> Embedded:
+    async def embed(self, key: BatchKey, texts: list[str], embed_fn: EmbedFn) -> Embedded:
         """Queue texts for the lane and wait for their vectors (in request order)."""
         if self._closing:
             raise Unavailable("encoder is shutting down")
@@ -112,7 +149,7 @@ class Batcher:
             return Embedded([], 0.0)
         future: asyncio.Future[Embedded] = asyncio.get_running_loop().create_future()
         request = _Request(texts, future, [None] * len(texts), len(texts))
-        group = self._groups.setdefault((kind, key), _Group(embed_fn))
+        group = self._groups.setdefault(key, _Group(embed_fn))
         now = time.monotonic()
         for start in range(0, len(texts), self._max_texts):
             chunk = texts[start : start + self._max_texts]
@@ -126,29 +163,37 @@ class Batcher:
         """Flush what is pending within the drain bound; fail whatever is left."""
         self._closing = True
         self._wake.set()
-        lane = self._lane
+        lane = self._task
         if lane is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(lane), self._drain_s)
             except TimeoutError:
-                log.warning("embedding lane did not drain within %.1f s", self._drain_s)
+                log.warning("%s lane did not drain within %.1f s", self.kind, self._drain_s)
                 lane.cancel()
         self._fail_pending(Unavailable("encoder is shutting down"))
+        self._executor.shutdown(wait=False)  # a stuck model call must not hold up the exit
 
     async def _run(self) -> None:
         while True:
             self._wake.clear()
-            picked = self._pick(time.monotonic())
+            busy = len(self._batches) >= self._workers
+            picked = None if busy else self._pick(time.monotonic())
             if picked is not None:
-                await self._execute(*picked)
+                batch = asyncio.create_task(self._execute(*picked))
+                self._batches.add(batch)
+                batch.add_done_callback(self._batch_done)
                 continue
-            if self._closing and not self._groups:
+            if self._closing and not self._groups and not self._batches:
                 return
-            timeout = self._next_deadline(time.monotonic())
+            timeout = None if busy else self._next_deadline(time.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             except TimeoutError:
                 pass
+
+    def _batch_done(self, batch: asyncio.Task[None]) -> None:
+        self._batches.discard(batch)
+        self._wake.set()  # a worker is free
 
     def _ready(self, group: _Group, now: float) -> bool:
         return (
@@ -158,17 +203,13 @@ class Batcher:
         )
 
     def _pick(self, now: float) -> tuple[list[_Piece], EmbedFn] | None:
-        """A ready query batch first; no document batch starts while a query is pending."""
-        ready = [k for k in self._candidates() if self._ready(self._groups[k], now)]
+        """The ready group whose oldest piece waited longest."""
+        ready = [k for k in self._groups if self._ready(self._groups[k], now)]
         if not ready:
             return None
         return self._take(min(ready, key=lambda k: self._groups[k].pieces[0].arrived))
 
-    def _candidates(self) -> list[tuple[EmbedKind, BatchKey]]:
-        queries = [k for k in self._groups if k[0] is EmbedKind.QUERY]
-        return queries or list(self._groups)
-
-    def _take(self, key: tuple[EmbedKind, BatchKey]) -> tuple[list[_Piece], EmbedFn]:
+    def _take(self, key: BatchKey) -> tuple[list[_Piece], EmbedFn]:
         """Up to `max_texts` texts from the head of a group, oldest first."""
         group = self._groups[key]
         taken: list[_Piece] = []
@@ -185,10 +226,9 @@ class Batcher:
 
     def _next_deadline(self, now: float) -> float | None:
         """Seconds until the next candidate's wait window closes (None: nothing waits)."""
-        candidates = self._candidates()
-        if not candidates:
+        if not self._groups:
             return None
-        oldest = min(self._groups[k].pieces[0].arrived for k in candidates)
+        oldest = min(group.pieces[0].arrived for group in self._groups.values())
         return max(0.0, oldest + self._wait_s - now)
 
     async def _execute(self, pieces: list[_Piece], embed_fn: EmbedFn) -> None:
@@ -196,10 +236,10 @@ class Batcher:
         if not texts:
             return
         order = length_order(texts)
-        self._running = pieces
+        self._running[id(pieces)] = pieces
         try:
-            vectors, elapsed_ms = await asyncio.to_thread(
-                _timed, embed_fn, [texts[i] for i in order]
+            vectors, elapsed_ms = await asyncio.get_running_loop().run_in_executor(
+                self._executor, _timed, embed_fn, [texts[i] for i in order]
             )
             if len(vectors) != len(texts):
                 raise RuntimeError(
@@ -210,9 +250,9 @@ class Batcher:
             self._fail(pieces, exc)
             return
         finally:
-            self._running = []
+            del self._running[id(pieces)]
         if self._on_batch is not None:
-            self._on_batch(len(texts), elapsed_ms)
+            self._on_batch(self.kind, len(texts), elapsed_ms)
         unsorted: list[EmbedVector] = [[] for _ in texts]
         for position, index in enumerate(order):
             unsorted[index] = vectors[position]
@@ -238,14 +278,72 @@ class Batcher:
                 piece.request.future.set_exception(exc)
 
     def _fail_pending(self, exc: BaseException) -> None:
-        self._fail(self._running, exc)
+        for running in list(self._running.values()):
+            self._fail(running, exc)
         for group in self._groups.values():
             self._fail(list(group.pieces), exc)
         self._groups.clear()
 
 
+class Batcher:
+    """A query lane and a document lane; each request goes to the lane of its kind."""
+
+    def __init__(
+        self,
+        max_texts: int,
+        wait_ms: float,
+        drain_s: float = 10.0,
+        on_batch: OnBatch | None = None,
+        query_max_texts: int | None = None,
+        query_wait_ms: float | None = None,
+        document_workers: int = 1,
+        document_nice: int = 0,
+    ) -> None:
+        query = (query_max_texts or max_texts, wait_ms if query_wait_ms is None else query_wait_ms)
+        self._lanes = {
+            EmbedKind.QUERY: Lane(EmbedKind.QUERY, *query, drain_s, on_batch),
+            EmbedKind.DOCUMENT: Lane(
+                EmbedKind.DOCUMENT,
+                max_texts,
+                wait_ms,
+                drain_s,
+                on_batch,
+                workers=document_workers,
+                nice=document_nice,
+            ),
+        }
+
+    def start(self) -> None:
+        for lane in self._lanes.values():
+            lane.start()
+
+    async def embed(
+        self, key: BatchKey, kind: EmbedKind, texts: list[str], embed_fn: EmbedFn
+    ) -> Embedded:
+        """Queue texts on the lane of `kind` and wait for their vectors (in request order)."""
+        return await self._lanes[kind].embed(key, texts, embed_fn)
+
+    async def close(self) -> None:
+        """Both lanes flush what is pending within the drain bound, side by side."""
+        await asyncio.gather(*(lane.close() for lane in self._lanes.values()))
+
+
+def lower_priority(nice: int) -> None:
+    """Add `nice` to the calling thread's nice value (Linux keeps one per thread; elsewhere a
+    no-op, since it would renice the whole process)."""
+    if nice and sys.platform == "linux":
+        thread = threading.get_native_id()
+        try:
+            current = os.getpriority(os.PRIO_PROCESS, thread)
+            os.setpriority(os.PRIO_PROCESS, thread, min(19, current + nice))
+        except OSError as exc:
+            log.warning("could not lower the priority of a model thread: %s", exc)
+
+
 def _timed(embed_fn: EmbedFn, texts: list[str]) -> tuple[Sequence[EmbedVector], float]:
     """Run the model in the worker thread and time only the model call."""
     started = time.perf_counter()
-    vectors = embed_fn(texts)
+    vectors: list[EmbedVector] = []
+    for group in length_groups([len(text) for text in texts]):
+        vectors.extend(embed_fn(texts[group]))
     return vectors, (time.perf_counter() - started) * 1000.0

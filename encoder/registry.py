@@ -8,15 +8,16 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from core.enums import EmbedOutput
+from core.enums import EmbedKind, EmbedOutput, EncoderBackend
 from core.errors import InvalidInput
 from core.settings import Settings
+from encoder import onnx
 from encoder.sparse import SparseModel, load_sparse_model
 
 if TYPE_CHECKING:
@@ -135,29 +136,82 @@ def load_model(path: Path, device: str) -> SentenceTransformer:
     return model
 
 
+class Runner(Protocol):
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray: ...
+
+
+@dataclass
+class TorchRunner:
+    model: SentenceTransformer
+
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=max(1, len(texts)),
+            normalize_embeddings=normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
 @dataclass
 class LoadedModel:
-    """One loaded model; `embed_fn` binds the per-request options for the batcher."""
+    """One loaded model; `embed_fn` binds the per-request options for the batcher.
+
+    `runners` holds a runner per lane (ONNX sessions with their own thread counts); without
+    one, a lane runs the sentence-transformers model on torch.
+    """
 
     name: str
     revision: str | None
     model: SentenceTransformer
     dimension: int
+    backend: EncoderBackend = EncoderBackend.TORCH
+    runners: dict[EmbedKind, Runner] = field(default_factory=dict)
 
-    def embed_fn(self, normalize: bool, keep_case: bool) -> EmbedFn:
+    def runner(self, kind: EmbedKind) -> Runner:
+        return self.runners.get(kind) or TorchRunner(self.model)
+
+    def embed_fn(
+        self, normalize: bool, keep_case: bool, kind: EmbedKind = EmbedKind.DOCUMENT
+    ) -> EmbedFn:
+        runner = self.runner(kind)
+
         def embed(texts: list[str]) -> list[list[float]]:
             inputs = texts if keep_case else [text.lower() for text in texts]
-            vectors = self.model.encode(
-                inputs,
-                batch_size=max(1, len(inputs)),
-                normalize_embeddings=normalize,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            rows: list[list[float]] = np.asarray(vectors, dtype=np.float32).tolist()
+            rows: list[list[float]] = runner.encode(inputs, normalize).tolist()
             return rows
 
         return embed
+
+
+def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
+    """ONNX Runtime on CPU (measured faster: docs/benchmarks.md), torch on CUDA."""
+    if device != "cpu":
+        if wanted is EncoderBackend.ONNX:
+            log.warning("BRAID_ENCODER_BACKEND=onnx runs on CPU only; using torch on %s", device)
+        return EncoderBackend.TORCH
+    if wanted is EncoderBackend.TORCH:
+        return EncoderBackend.TORCH
+    if not onnx.available():
+        log.warning("onnxruntime is not installed; dense models run on torch")
+        return EncoderBackend.TORCH
+    return EncoderBackend.ONNX
+
+
+def onnx_runners(
+    model: SentenceTransformer, path: Path, cache_dir: Path, threads: dict[EmbedKind, int]
+) -> dict[EmbedKind, Runner]:
+    """One ORT session per lane, on the cached export; OnnxUnavailable if it differs from torch."""
+    exported = onnx.cached_export(model, path, cache_dir)
+    runners: dict[EmbedKind, Runner] = {
+        kind: onnx.OnnxRunner(model, exported, count) for kind, count in threads.items()
+    }
+    cosine = onnx.probe(model, onnx.OnnxRunner(model, exported, 1))
+    if cosine < onnx.PROBE_MIN_COSINE:
+        raise onnx.OnnxUnavailable(f"ONNX embeddings differ from torch (cosine {cosine:.5f})")
+    return runners
 
 
 ModelKey = tuple[str, str | None, EmbedOutput]
@@ -218,25 +272,43 @@ class ModelRegistry:
             )
             return sparse
         model = load_model(path, device)
-        dimension = int(model.get_embedding_dimension() or 0)
+        loaded = LoadedModel(name, revision, model, int(model.get_embedding_dimension() or 0))
+        self._attach_backend(loaded, path, device)
         log.info(
-            "loaded model %s@%s from %s on %s (dim %d, max_seq_length %s) in %.1f s",
+            "loaded model %s@%s from %s on %s/%s (dim %d, max_seq_length %s) in %.1f s",
             name,
             revision or "default",
             path,
             device,
-            dimension,
+            loaded.backend,
+            loaded.dimension,
             model.max_seq_length,
             time.perf_counter() - started,
         )
-        return LoadedModel(name, revision, model, dimension)
+        return loaded
+
+    def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> None:
+        """Give the model ONNX runners when that backend is picked and works for it."""
+        if pick_backend(self._settings.encoder_backend, device) is not EncoderBackend.ONNX:
+            return
+        threads = {
+            EmbedKind.DOCUMENT: self._settings.threads_per_document_call,
+            EmbedKind.QUERY: self._settings.query_threads,
+        }
+        cache = self._settings.onnx_cache_dir / loaded.name
+        try:
+            loaded.runners = onnx_runners(loaded.model, path, cache, threads)
+        except onnx.OnnxUnavailable as exc:
+            log.warning("model %s stays on torch: %s", loaded.name, exc)
+            return
+        loaded.backend = EncoderBackend.ONNX
 
     def _prepare_device(self) -> str:
         """Pick the device and pin intra-op threads once, before the first model runs."""
         if self._device is None:
             import torch
 
-            torch.set_num_threads(self._settings.threads_per_encoder)
+            torch.set_num_threads(self._settings.threads_per_document_call)
             self._device = pick_device(self._settings.device)
             log.info("model device %s, %d intra-op threads", self._device, torch.get_num_threads())
         return self._device

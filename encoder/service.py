@@ -20,7 +20,7 @@ from core.topology import encoder_queue_spec, topology
 from core.vectors import SparseVector
 from encoder.batcher import Batcher, BatchKey, EmbedFn
 from encoder.registry import ModelRegistry
-from encoder.routing import Forwarder, consumed_queues, role_of
+from encoder.routing import Forwarder, Heartbeat, consumed_queues, role_of
 from encoder.stats import EncoderStats
 
 log = logging.getLogger(__name__)
@@ -42,11 +42,16 @@ class EncoderService:
         self._registry = ModelRegistry(settings)
         self._forwarder = Forwarder(bus, settings.rpc_timeout_s)
         self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
+        self._heartbeat = Heartbeat(redis, self.index, self.role, lambda: self._registry.loaded)
         self._batcher = Batcher(
             settings.embed_batch_size,
             settings.embed_batch_wait_ms,
             drain_s=BATCHER_DRAIN_S,
             on_batch=self._stats.batch,
+            query_max_texts=settings.query_batch_size,
+            query_wait_ms=settings.query_batch_wait_ms,
+            document_workers=settings.document_workers,
+            document_nice=settings.document_nice,
         )
         self._in_flight: set[asyncio.Task[None]] = set()
         self._draining = False
@@ -59,12 +64,16 @@ class EncoderService:
         if self.role is EncoderRole.MODEL_HOLDER:
             self._batcher.start()
             log.info(
-                "encoder %d is a model holder: models load on first request "
-                "(batch %d texts / %.1f ms, %d threads)",
+                "encoder %d is a model holder: models load on first request (documents: "
+                "batch %d texts / %.1f ms, %d threads; queries: batch %d / %.1f ms, "
+                "%d threads)",
                 self.index,
                 self.settings.embed_batch_size,
                 self.settings.embed_batch_wait_ms,
                 self.settings.threads_per_encoder,
+                self.settings.query_batch_size,
+                self.settings.query_batch_wait_ms,
+                self.settings.query_threads,
             )
         else:
             log.info(
@@ -73,10 +82,12 @@ class EncoderService:
         for queue in consumed_queues(self.settings):
             await self._bus.consume(queue, self._dispatch, prefetch=PREFETCH)
         log.info("encoder %d consuming %s", self.index, ", ".join(consumed_queues(self.settings)))
+        await self._heartbeat.start()  # announced only once it consumes: callers may skip routers
 
     async def close(self, drain_s: float = 5.0) -> None:
         """Stop taking work, let in-flight requests finish within `drain_s`, flush stats."""
         self._draining = True
+        await self._heartbeat.close()
         if self._in_flight:
             log.info("draining %d in-flight requests (up to %.1f s)", len(self._in_flight), drain_s)
             _, late = await asyncio.wait(set(self._in_flight), timeout=drain_s)
@@ -119,7 +130,7 @@ class EncoderService:
             return key, sparse.embed_fn(request.top_k, request.keep_case)
         model = await self._registry.get(request.model, request.revision)
         key = BatchKey(model.name, model.revision, request.normalize, request.keep_case)
-        return key, model.embed_fn(request.normalize, request.keep_case)
+        return key, model.embed_fn(request.normalize, request.keep_case, request.kind)
 
     async def _dispatch(self, message: AbstractIncomingMessage) -> None:
         if self._draining:

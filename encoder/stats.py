@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
-from core.enums import EncoderRole
+from core.enums import EmbedKind, EncoderRole
 from core.names import RedisKeys
 
 log = logging.getLogger(__name__)
@@ -25,8 +25,10 @@ COUNTERS = (
     "inference_count",
     "routed_count",
     "batches",
+    "query_batches",
+    "query_texts",
 )
-TIMERS = ("inference_ms_sum", "routed_ms_sum", "batch_ms_sum")
+TIMERS = ("inference_ms_sum", "routed_ms_sum", "batch_ms_sum", "query_batch_ms_sum")
 
 
 class EncoderStats:
@@ -59,10 +61,15 @@ class EncoderStats:
         self._counts["inference_count"] += 1
         self._times["inference_ms_sum"] += elapsed_ms
 
-    def batch(self, texts: int, elapsed_ms: float) -> None:
-        """One model call; texts_embedded / batches is the mean batch size."""
+    def batch(self, kind: EmbedKind, texts: int, elapsed_ms: float) -> None:
+        """One model call on a lane. All lanes: texts_embedded / batches is the mean batch
+        size; the query lane's share is also counted on its own."""
         self._counts["batches"] += 1
         self._times["batch_ms_sum"] += elapsed_ms
+        if kind is EmbedKind.QUERY:
+            self._counts["query_batches"] += 1
+            self._counts["query_texts"] += texts
+            self._times["query_batch_ms_sum"] += elapsed_ms
 
     def routed(self, elapsed_ms: float) -> None:
         self._counts["forwarded"] += 1

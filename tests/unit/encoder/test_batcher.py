@@ -1,8 +1,10 @@
-"""Micro-batching: size/time flush, length sorting, query priority, failure isolation."""
+"""Micro-batching: size/time flush, length sorting, the query lane, failure isolation."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 import time
 
@@ -10,7 +12,7 @@ import pytest
 
 from core.enums import EmbedKind, EmbedOutput
 from core.vectors import SparseVector
-from encoder.batcher import Batcher, BatchKey, length_order
+from encoder.batcher import Batcher, BatchKey, length_groups, length_order
 
 KEY = BatchKey("fake/model")
 QUERY, DOCUMENT = EmbedKind.QUERY, EmbedKind.DOCUMENT
@@ -24,8 +26,12 @@ class FakeEmbedder:
         self.fail_on = fail_on
         self.gate = threading.Event()
         self.gate.set()
+        self.lock = threading.Lock()
+        self.entered = 0  # model calls started
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
+        with self.lock:
+            self.entered += 1
         self.gate.wait(5)
         self.batches.append(list(texts))
         if self.fail_on is not None and self.fail_on in texts:
@@ -39,6 +45,31 @@ async def embed(batcher: Batcher, fake: FakeEmbedder, texts: list[str], kind=DOC
 
 def test_length_order_puts_longest_first() -> None:
     assert length_order(["a", "ccc", "bb"]) == [1, 2, 0]
+
+
+@pytest.mark.parametrize(
+    ("lengths", "calls"),
+    [
+        ([900, 850, 800], [[900, 850, 800]]),  # similar lengths: one call
+        ([2000, 1900, 600, 500, 40], [[2000, 1900], [600, 500], [40]]),
+        ([300, 20, 10], [[300, 20, 10]]),  # all short: padding is cheaper than another call
+        ([], [[]]),
+    ],
+)
+def test_length_groups_split_a_sorted_batch_where_padding_would_cost(lengths, calls) -> None:
+    assert [lengths[group] for group in length_groups(lengths)] == calls
+
+
+async def test_a_batch_of_mixed_lengths_runs_as_calls_of_similar_lengths() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=10, wait_ms=5)
+    long, short = "x" * 1000, "short"
+    first, second = await asyncio.gather(
+        embed(batcher, fake, [short, long]), embed(batcher, fake, [long + "y", "tiny"])
+    )
+    assert fake.batches == [[long + "y", long], [short, "tiny"]]
+    assert first.vectors == [[5.0], [1000.0]] and second.vectors == [[1001.0], [4.0]]
+    await batcher.close()
 
 
 async def test_flushes_when_batch_size_texts_are_waiting() -> None:
@@ -74,19 +105,93 @@ async def test_sorts_texts_by_length_in_a_batch_but_answers_in_request_order() -
     await batcher.close()
 
 
-async def test_pending_queries_go_before_pending_documents() -> None:
-    fake = FakeEmbedder()
+async def test_a_query_is_embedded_while_a_document_batch_is_still_running() -> None:
+    documents, queries = FakeEmbedder(), FakeEmbedder()
     batcher = Batcher(max_texts=2, wait_ms=0)
-    fake.gate.clear()  # hold the lane busy on the first document batch
-    busy = asyncio.create_task(embed(batcher, fake, ["d0"]))
+    documents.gate.clear()  # the document lane is stuck in a model call
+    busy = asyncio.create_task(embed(batcher, documents, ["d0", "d1"]))
     await asyncio.sleep(0.05)
-    documents = [asyncio.create_task(embed(batcher, fake, [f"d{i}"])) for i in (1, 2, 3)]
-    query = asyncio.create_task(embed(batcher, fake, ["q1"], kind=QUERY))
+    query = await asyncio.wait_for(embed(batcher, queries, ["q1"], kind=QUERY), 2)
+    assert query.vectors == [[2.0]] and not busy.done()
+    documents.gate.set()
+    await busy
+    assert queries.batches == [["q1"]] and documents.batches == [["d0", "d1"]]
+    await batcher.close()
+
+
+async def test_queries_that_arrive_while_the_query_lane_is_busy_share_the_next_batch() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=100, wait_ms=0, query_max_texts=3)
+    fake.gate.clear()
+    first = asyncio.create_task(embed(batcher, fake, ["q0"], kind=QUERY))
+    await asyncio.sleep(0.05)
+    waiting = [
+        asyncio.create_task(embed(batcher, fake, [f"q{i}"], kind=QUERY)) for i in (1, 2, 3, 4)
+    ]
     await asyncio.sleep(0.01)
     fake.gate.set()
-    await asyncio.gather(busy, query, *documents)
-    # Documents are capped at max_texts per batch, so the query never waits behind them all.
-    assert fake.batches == [["d0"], ["q1"], ["d1", "d2"], ["d3"]]
+    await asyncio.gather(first, *waiting)
+    # Continuous batching on the query lane, capped at query_max_texts, oldest first.
+    assert fake.batches == [["q0"], ["q1", "q2", "q3"], ["q4"]]
+    await batcher.close()
+
+
+async def test_the_query_lane_has_its_own_wait_window() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=100, wait_ms=10_000, query_wait_ms=0)
+    started = time.monotonic()
+    result = await asyncio.wait_for(embed(batcher, fake, ["q"], kind=QUERY), 2)
+    assert result.vectors == [[1.0]] and time.monotonic() - started < 1
+    pending = asyncio.create_task(embed(batcher, fake, ["document"]))
+    await asyncio.sleep(0.05)
+    assert not pending.done()  # documents still wait for their window (or a full batch)
+    await batcher.close()  # close flushes it
+    assert (await pending).vectors == [[8.0]]
+
+
+async def test_the_document_lane_runs_as_many_batches_side_by_side_as_it_has_workers() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=2, wait_ms=0, document_workers=2)
+    fake.gate.clear()
+    tasks = [asyncio.create_task(embed(batcher, fake, [f"d{i}", f"e{i}"])) for i in range(3)]
+    await asyncio.sleep(0.1)
+    assert fake.entered == 2  # two model calls in flight, the third batch waits for a worker
+    fake.gate.set()
+    await asyncio.gather(*tasks)
+    assert sorted(map(sorted, fake.batches)) == [["d0", "e0"], ["d1", "e1"], ["d2", "e2"]]
+    await batcher.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+async def test_document_model_threads_run_at_a_lower_priority_than_query_threads() -> None:
+    seen: dict[str, int] = {}
+
+    def record(texts: list[str]) -> list[list[float]]:
+        seen[texts[0]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return [[0.0] for _ in texts]
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    batcher = Batcher(max_texts=4, wait_ms=0, document_workers=2, document_nice=5)
+    await batcher.embed(KEY, DOCUMENT, ["document"], record)
+    await batcher.embed(KEY, QUERY, ["query"], record)
+    assert seen == {"document": min(19, base + 5), "query": base}
+    await batcher.close()
+
+
+async def test_document_groups_run_oldest_first() -> None:
+    fake = FakeEmbedder()
+    batcher = Batcher(max_texts=2, wait_ms=0)
+    other = BatchKey("fake/other")
+    fake.gate.clear()
+    busy = asyncio.create_task(embed(batcher, fake, ["d0"]))
+    await asyncio.sleep(0.05)
+    older = asyncio.create_task(batcher.embed(other, DOCUMENT, ["o1"], fake))
+    await asyncio.sleep(0.01)
+    newer = asyncio.create_task(embed(batcher, fake, ["d1"]))
+    await asyncio.sleep(0.01)
+    fake.gate.set()
+    await asyncio.gather(busy, older, newer)
+    assert fake.batches == [["d0"], ["o1"], ["d1"]]
     await batcher.close()
 
 
@@ -129,11 +234,11 @@ async def test_reports_the_model_time_of_its_batches() -> None:
         time.sleep(0.02)
         return [[0.0] for _ in texts]
 
-    seen: list[tuple[int, float]] = []
-    batcher = Batcher(max_texts=10, wait_ms=0, on_batch=lambda n, ms: seen.append((n, ms)))
+    seen: list[tuple[EmbedKind, int, float]] = []
+    batcher = Batcher(max_texts=10, wait_ms=0, on_batch=lambda *batch: seen.append(batch))
     result = await batcher.embed(KEY, QUERY, ["a", "b"], slow)
     assert result.inference_ms >= 19
-    assert seen == [(2, result.inference_ms)]
+    assert seen == [(QUERY, 2, result.inference_ms)]
     await batcher.close()
 
 

@@ -1,0 +1,90 @@
+"""What a benchmark run found, as a markdown section appended to docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+RUNS_HEADING = "## Runs of bench/encoders"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _memory_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "absent"
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"{os.cpu_count()} cores ({_cpu_model()}), {_memory_gib():.0f} GiB, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+        f"torch {_version('torch')}, onnxruntime {_version('onnxruntime')}, "
+        f"sentence-transformers {_version('sentence-transformers')}; load average at start {load}"
+    )
+
+
+@dataclass
+class Report:
+    title: str
+    lines: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+    machine: str = field(default_factory=machine)
+
+    def text(self, line: str = "") -> None:
+        self.lines.append(line)
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        self.lines.append("| " + " | ".join(header) + " |")
+        self.lines.append("|" + "---|" * len(header))
+        self.lines.extend("| " + " | ".join(row) + " |" for row in rows)
+        self.lines.append("")
+
+    def markdown(self) -> str:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
+        minutes = (time.time() - self.started) / 60
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        command = shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]])
+        head = [
+            f"### {stamp}: {self.title}",
+            "",
+            f"- command: `{command}`",
+            f"- machine: {self.machine}; load average at the end {load}",
+            f"- took {minutes:.1f} min",
+            "",
+        ]
+        return "\n".join(head + self.lines).rstrip() + "\n"
+
+    def append_to(self, path: Path = DOC) -> None:
+        current = path.read_text() if path.exists() else "# Benchmarks\n"
+        if RUNS_HEADING not in current:
+            current = current.rstrip() + f"\n\n{RUNS_HEADING}\n\nNewest last.\n"
+        path.write_text(current.rstrip() + "\n\n" + self.markdown())

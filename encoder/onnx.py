@@ -1,0 +1,205 @@
+"""The ONNX Runtime backend: export a sentence-transformers model once, run it with ORT on CPU.
+
+The transformer (module 0) is exported from the model's own weights with torch's exporter (eager
+attention) and cached under `$BRAID_DATA_DIR/onnx`; nothing comes from a hub. Tokenizing and the
+modules after the transformer (pooling, dense, ...) stay sentence-transformers' own, so the
+embeddings are the torch ones: a probe checks cosine >= PROBE_MIN_COSINE at load, else the caller
+keeps torch. ORT's transformer optimizer (fused Attention) is not applied: measured slower on
+batches here (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
+
+EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries are then ignored
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT = "last_hidden_state"
+PROBE_MIN_COSINE = 0.999
+PROBE_TEXTS = (
+    "hello",
+    "a short query about pasta",
+    "The quick brown fox jumps over the lazy dog near the river bank at dawn. " * 12,
+    "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
+)
+
+
+class OnnxUnavailable(RuntimeError):
+    """This model cannot run on ONNX Runtime here; the caller keeps the torch backend."""
+
+
+def available() -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def fingerprint(model_path: Path) -> str:
+    """Changes when the model's config or weights change (file sizes and mtimes suffice)."""
+    digest = hashlib.sha256(EXPORT_VERSION.encode())
+    for path in sorted(model_path.rglob("*")):
+        if path.is_file() and path.suffix in {".json", ".safetensors", ".bin"}:
+            stat = path.stat()
+            digest.update(
+                f"{path.relative_to(model_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode()
+            )
+    return digest.hexdigest()[:16]
+
+
+def cached_export(model: SentenceTransformer, model_path: Path, cache_dir: Path) -> Path:
+    """The model's ONNX file, exported into `cache_dir` on first use (atomic: holders may race)."""
+    target = cache_dir / fingerprint(model_path) / "model.onnx"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(dir=target.parent, suffix=".onnx.tmp")
+    os.close(handle)
+    try:
+        export(model, Path(scratch))
+        os.replace(scratch, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(scratch)
+    return target
+
+
+def _transformer(model: SentenceTransformer) -> Any:
+    """The Hugging Face model inside module 0, if module 0 is a text transformer."""
+    from sentence_transformers.base.modules.transformer import Transformer
+
+    first = model[0]
+    hf_model = getattr(first, "model", None) if isinstance(first, Transformer) else None
+    if hf_model is None or not hasattr(hf_model, "set_attn_implementation"):
+        raise OnnxUnavailable(f"module 0 is {type(first).__name__}, not an exportable Transformer")
+    return hf_model
+
+
+def export(model: SentenceTransformer, target: Path) -> None:
+    """Export module 0 with eager attention (measured faster under ORT than the SDPA graph)."""
+    import torch
+
+    hf_model = _transformer(model)
+    names = [name for name in INPUTS if name in _forward_params(hf_model)]
+    sample = model.preprocess(["an example text", "another, somewhat longer example text"])
+    previous = getattr(hf_model.config, "_attn_implementation", None)
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = hf_model
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
+
+    try:
+        hf_model.set_attn_implementation("eager")
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                Wrapper().eval(),
+                tuple(sample[name] for name in names),
+                str(target),
+                input_names=names,
+                output_names=[OUTPUT],
+                dynamic_axes={name: {0: "batch", 1: "sequence"} for name in [*names, OUTPUT]},
+                opset_version=17,
+                dynamo=False,  # the TorchScript exporter: needs neither onnx nor onnxscript
+            )
+    except Exception as exc:  # third-party exporter: any failure means "no ONNX for this model"
+        raise OnnxUnavailable(f"export failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if previous:
+            hf_model.set_attn_implementation(previous)
+
+
+def _forward_params(hf_model: Any) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(hf_model.forward).parameters)
+
+
+def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
+    """A CPU session with `threads` intra-op threads (the caller's thread is one of them)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle pool threads sleep instead of spinning: the cores are shared with the broker, the
+    # event loop and the other lane.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxRunner:
+    """sentence-transformers' tokenizing and post-transformer modules around an ORT session.
+
+    The session is made by the first thread that runs it: ORT's intra-op pool threads are
+    created then and inherit that thread's CPU priority (the document lane's is lowered).
+    """
+
+    def __init__(self, model: SentenceTransformer, path: Path, threads: int) -> None:
+        self._model = model
+        self._path = path
+        self.threads = threads
+        self._session: onnxruntime.InferenceSession | None = None
+        self._lock = threading.Lock()
+
+    def _ready_session(self) -> onnxruntime.InferenceSession:
+        with self._lock:
+            if self._session is None:
+                self._session = session(self._path, self.threads)
+            return self._session
+
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        import torch
+
+        ort_session = self._session or self._ready_session()
+        features = self._model.preprocess(texts)
+        inputs = [node.name for node in ort_session.get_inputs()]
+        feed = {name: features[name].numpy().astype(np.int64) for name in inputs}
+        hidden = ort_session.run([OUTPUT], feed)[0]
+        features["token_embeddings"] = torch.from_numpy(hidden)
+        with torch.inference_mode():
+            for module in list(self._model)[1:]:
+                features = module(features)
+            embeddings = features["sentence_embedding"]
+            if normalize:
+                embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
+        return np.asarray(embeddings.float().numpy(), dtype=np.float32)
+
+
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return float((a * b).sum(axis=1).min())
+
+
+def probe(model: SentenceTransformer, runner: OnnxRunner) -> float:
+    """Worst cosine between the torch and the ONNX embeddings of PROBE_TEXTS."""
+    texts = list(PROBE_TEXTS)
+    reference = model.encode(
+        texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
+    )
+    return min_cosine(np.asarray(reference), runner.encode(texts, normalize=False))
