@@ -23,6 +23,11 @@ class VectorType(StrEnum):
         return self in LEXICAL_TYPES
 
     @property
+    def is_custom(self) -> bool:
+        """The client brings the vectors (documents' custom_vectors, queries' custom_vectors)."""
+        return self in (VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM)
+
+    @property
     def uses_model(self) -> bool:
         return self in (VectorType.DENSE_MODEL, VectorType.SPARSE_MODEL)
 

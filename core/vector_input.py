@@ -24,7 +24,6 @@ from core.schemas.document import Document, VectorData
 from core.vectors import DenseVector, SparseVector
 
 MAX_SPARSE_INDEX = 2**32 - 1
-CUSTOM_TYPES = frozenset({VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM})
 TYPE_ALIASES = {"keyword": VectorType.WMTR.value}
 
 Number = float | int
@@ -81,7 +80,7 @@ def sparse_vector(
 
 def custom_vector(vector: VectorConfig, raw: RawVector, where: str) -> DenseVector | SparseVector:
     """A client's custom vector for a dense_custom ([numbers]) or sparse_custom ([[i, v], ...])."""
-    if vector.type not in CUSTOM_TYPES:
+    if not vector.type.is_custom:
         raise InvalidInput(
             f"{where}: vector '{vector.name}' is {vector.type.value}; custom vectors are only for "
             "dense_custom and sparse_custom vectors"

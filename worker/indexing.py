@@ -90,7 +90,7 @@ def local_vectors(
     given = document_vectors(config, document)
     for slot in all_slots:
         brought = given.get((slot.vector.name, slot.field))
-        if brought is not None or slot.is_custom:
+        if brought is not None or slot.kind.is_custom:
             if brought is not None and len(brought):
                 local.vectors[slot.name] = brought
             continue

@@ -23,7 +23,6 @@ from worker.slots import Slot, slots
 from worker.store.protocol import ArmQuery, PointFilter, Store, StoredPoint
 from worker.vectorizer import Vectorizer, custom_query_vector
 
-CUSTOM_TYPES = frozenset({VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM})
 FACET_MIN_WINDOW = 50
 MAX_WINDOW = 10_000  # candidates per arm, however many group refetches ask for
 
@@ -60,7 +59,7 @@ def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
         return [
             Arm(slot, 1.0, 1.0, customs.get(slot.vector.name))
             for slot in available.values()
-            if slot.kind not in CUSTOM_TYPES or slot.vector.name in customs
+            if not slot.kind.is_custom or slot.vector.name in customs
         ]
     arms = []
     for option in query.vector_options:
@@ -69,7 +68,7 @@ def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
             raise InvalidInput(f"vector_options: unknown vector_name '{option.vector_name}'")
         if vector.type is VectorType.NOOP:
             continue
-        if vector.type in CUSTOM_TYPES and vector.name not in customs:
+        if vector.type.is_custom and vector.name not in customs:
             raise InvalidInput(
                 f"vector_options: custom vector '{vector.name}' needs a query vector in "
                 "custom_vectors"
@@ -98,7 +97,7 @@ def _custom_vectors(config: CollectionConfig, query: SearchQuery) -> dict[str, A
     customs: dict[str, Any] = {}
     for custom in query.custom_vectors or []:
         vector = config.vector(custom.vector_name)
-        if vector is None or vector.type not in CUSTOM_TYPES:
+        if vector is None or not vector.type.is_custom:
             raise InvalidInput(
                 f"custom_vectors: '{custom.vector_name}' is not a dense_custom or sparse_custom "
                 "vector of the collection"
@@ -216,7 +215,7 @@ class Searcher:
         return [f for f in ranked if f.doc_id in kept]
 
     async def _query_vector(self, arm: Arm, text: str) -> Any:
-        if arm.slot.kind in CUSTOM_TYPES:
+        if arm.slot.kind.is_custom:
             return custom_query_vector(arm.slot, arm.custom)
         return await self._vectorizer.query(arm.slot, text, arm.trigram_weight)
 

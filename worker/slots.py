@@ -39,10 +39,6 @@ class Slot:
             language_confidence=float(self.vector.language_confidence),
         )
 
-    @property
-    def is_custom(self) -> bool:
-        return self.kind in (VectorType.DENSE_CUSTOM, VectorType.SPARSE_CUSTOM)
-
     def text_hash(self, document: Document) -> str:
         """Changes exactly when this slot's vector would change (its input or vector config).
 
@@ -55,7 +51,7 @@ class Slot:
         if given is not None:
             digest.update(b"\1")
             digest.update(given.encode())
-        elif not self.is_custom:
+        elif not self.kind.is_custom:
             digest.update(b"\0")
             digest.update(document.field_text(self.field).encode())
         return digest.hexdigest()[:32]
