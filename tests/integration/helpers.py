@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
+
+from core.bus import Bus
+from core.enums import OpType
+from core.ledger import Ledger, QueuedWrite, new_queue_id
+from core.messages import DocumentMessage
+from core.names import DOCUMENTS_QUEUE
+from core.redis_client import connect_redis
+from core.schemas.document import Document
 
 T = TypeVar("T")
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -86,3 +95,40 @@ def queue_total(client: httpx.Client, name: str) -> int:
 def worker_metric(client: httpx.Client, key: str) -> float:
     nodes = client.get("/v1/metrics/current").json()["nodes"]
     return float(nodes["worker"]["meta"].get(key, 0))
+
+
+async def publish_raw_upserts(
+    amqp_url: str,
+    redis_url: str,
+    collection: str,
+    documents: list[Document],
+    queue_ids: list[str] | None = None,
+    record: bool = True,
+) -> None:
+    """Queue upserts as the API does (ledger, then a persistent message), in one burst so they
+    share a worker batch. This path also takes writes the API would refuse (as an older client or
+    a bug could have left them); given `queue_ids` and `record=False` it sends a message again
+    without a new ledger item, as a broker redelivery does."""
+    redis = await connect_redis(redis_url)
+    bus = await Bus.connect(amqp_url)
+    try:
+        messages = [
+            DocumentMessage(
+                collection=collection,
+                queue_id=queue_ids[i] if queue_ids else new_queue_id(),
+                op=OpType.UPSERT,
+                doc_id=d.id,
+                timestamp=d.timestamp,
+                document=d,
+            )
+            for i, d in enumerate(documents)
+        ]
+        if record:
+            await Ledger(redis).enqueue(
+                collection,
+                [QueuedWrite(m.queue_id, m.doc_id, OpType.UPSERT, m.timestamp) for m in messages],
+            )
+        await asyncio.gather(*(bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages))
+    finally:
+        await bus.close()
+        await redis.aclose()

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 
 import httpx
 
-from tests.integration.helpers import create, doc, doc_count, keyword_collection, wait_until
+from core.schemas.document import Document
+from tests.integration.helpers import (
+    create,
+    doc,
+    doc_count,
+    keyword_collection,
+    publish_raw_upserts,
+    queue_total,
+    wait_until,
+)
 
 
 def test_kill_9_of_worker_mid_ingest_loses_no_acknowledged_document(
@@ -62,3 +72,30 @@ def test_full_document_queue_answers_503_with_retry_after(make_stack) -> None:  
         stack.ctl("start", "worker")
         wait_until(lambda: doc_count(client, "full") == 5, timeout=90)
         assert client.get("/v1/collections/full/documents/q5").status_code == 404
+
+
+def test_a_redelivered_write_leaves_the_same_state(stack, client: httpx.Client) -> None:  # type: ignore[no-untyped-def]
+    """Invariant 3: the worker wrote the store, then died before acking, so the broker delivers
+    the same message again (same queue id, ledger item still live): nothing changes."""
+    name = f"redeliver{uuid.uuid4().hex[:8]}"
+    create(client, name, keyword_collection())
+    first = doc("r", "first version", 0, tags=["a"])
+    newer = doc("r", "newer version", 10, tags=["b"])
+    sync = f"/v1/collections/{name}/documents/sync"
+    assert client.post(sync, json=first).status_code == 200
+    stored = client.get(f"/v1/collections/{name}/documents/r").json()
+    replay = [Document.model_validate(first)]
+    urls = (stack.amqp_url, stack.redis_url)
+    asyncio.run(publish_raw_upserts(*urls, name, replay, ["q-1"]))  # ledger item still live
+    asyncio.run(publish_raw_upserts(*urls, name, replay, ["q-1"], record=False))  # and again
+    wait_until(lambda: queue_total(client, name) == 0)
+    assert client.get(f"/v1/collections/{name}/documents/r").json() == stored
+    statuses = client.get(f"/v1/collections/{name}/documents/r/status").json()["statuses"]
+    assert [s["status"] for s in statuses] == ["indexed"]
+
+    # A late redelivery of the first version after a newer one changes nothing either.
+    assert client.post(sync, json=newer).status_code == 200
+    asyncio.run(publish_raw_upserts(*urls, name, replay, ["q-2"]))
+    wait_until(lambda: queue_total(client, name) == 0)
+    assert client.get(f"/v1/collections/{name}/documents/r").json()["content"] == "newer version"
+    assert doc_count(client, name) == 1

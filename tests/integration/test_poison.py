@@ -8,44 +8,9 @@ import uuid
 
 import httpx
 
-from core.bus import Bus
-from core.enums import OpType
-from core.ledger import Ledger, QueuedWrite, new_queue_id
-from core.messages import DocumentMessage
-from core.names import DOCUMENTS_QUEUE
-from core.redis_client import connect_redis
 from core.schemas.document import Document
-from tests.integration.helpers import create, doc, doc_count, wait_until
+from tests.integration.helpers import create, doc, doc_count, publish_raw_upserts, wait_until
 from tests.integration.stack import Stack
-
-
-async def _publish_raw(
-    amqp_url: str, redis_url: str, collection: str, documents: list[Document]
-) -> None:
-    """Queue writes as the API does, in one burst so they share a worker batch; this path also
-    takes writes the API would refuse (as an older client or a bug could have left them)."""
-    redis = await connect_redis(redis_url)
-    bus = await Bus.connect(amqp_url)
-    try:
-        messages = [
-            DocumentMessage(
-                collection=collection,
-                queue_id=new_queue_id(),
-                op=OpType.UPSERT,
-                doc_id=d.id,
-                timestamp=d.timestamp,
-                document=d,
-            )
-            for d in documents
-        ]
-        await Ledger(redis).enqueue(
-            collection,
-            [QueuedWrite(m.queue_id, m.doc_id, OpType.UPSERT, m.timestamp) for m in messages],
-        )
-        await asyncio.gather(*(bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages))
-    finally:
-        await bus.close()
-        await redis.aclose()
 
 
 def _vector_doc(doc_id: str, vector: list[float], seconds: float = 0) -> Document:
@@ -61,7 +26,7 @@ def test_poison_document_fails_alone_and_stays_visible_until_purged(
     good = [_vector_doc(f"g{i}", [1.0, float(i), 0.5]) for i in range(20)]
     poison = _vector_doc("bad", [1.0, 2.0, 3.0, 4.0])  # 4 numbers in a 3-d slot
     burst = good[:10] + [poison] + good[10:]
-    asyncio.run(_publish_raw(stack.amqp_url, stack.redis_url, name, burst))
+    asyncio.run(publish_raw_upserts(stack.amqp_url, stack.redis_url, name, burst))
 
     wait_until(lambda: doc_count(client, name) == 20, timeout=60)
 
