@@ -58,6 +58,10 @@ class Report:
     lines: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     machine: str = field(default_factory=machine)
+    command: str = field(
+        default_factory=lambda: shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]])
+    )
+    runs_heading: str = RUNS_HEADING
 
     def text(self, line: str = "") -> None:
         self.lines.append(line)
@@ -72,11 +76,10 @@ class Report:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
         minutes = (time.time() - self.started) / 60
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        command = shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]])
         head = [
             f"### {stamp}: {self.title}",
             "",
-            f"- command: `{command}`",
+            f"- command: `{self.command}`",
             f"- machine: {self.machine}; load average at the end {load}",
             f"- took {minutes:.1f} min",
             "",
@@ -85,6 +88,11 @@ class Report:
 
     def append_to(self, path: Path = DOC) -> None:
         current = path.read_text() if path.exists() else "# Benchmarks\n"
-        if RUNS_HEADING not in current:
-            current = current.rstrip() + f"\n\n{RUNS_HEADING}\n\nNewest last.\n"
-        path.write_text(current.rstrip() + "\n\n" + self.markdown())
+        if self.runs_heading not in current:
+            current = current.rstrip() + f"\n\n{self.runs_heading}\n\nNewest last.\n"
+        # A section goes at the end of its heading's part (up to the next "## " heading).
+        start = current.index(self.runs_heading)
+        after = current.find("\n## ", start + len(self.runs_heading))
+        end = len(current) if after < 0 else after
+        section = "\n\n" + self.markdown()
+        path.write_text(current[:end].rstrip() + section + current[end:].rstrip() + "\n")

@@ -1,0 +1,744 @@
+"""The Amgix One load study on Braid: pre-populate, sweep user counts, overload, check nothing lost.
+
+    bench/load keyword hybrid          # the whole study (about 2 hours on 2 cores)
+    bench/load keyword --users 8,16    # chosen levels instead of the search for the knee
+    bench/load --smoke                 # a two-minute run of every step, to try the harness
+
+For each configuration it starts its own stack (tests/integration/stack.py: the repo's
+supervisord.conf on free ports in a temporary folder), creates the collection, bulk-loads it
+(`POST …/documents/bulk`, 100 documents a request), then runs Locust (bench/locustfile.py) as a
+separate process and drives it through Locust's web API: for each user count ramp, settle, reset
+the statistics, measure for a fixed window. Levels grow by 1.5× until search p50 reaches 100 ms or
+the document queue grows; the last level under both limits is the knee. Then 5× the knee's users for
+10 minutes, back down to the knee, and time the recovery. Last, it waits for the queue to drain and
+checks every document against the acknowledged writes (bench/verify.py).
+
+Results: a section under "Runs of bench/load" in docs/benchmarks.md, and CSV and PNG files in
+docs/load/. Everything on one machine: the load generator's CPU is reported beside Braid's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import csv
+import io
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import procs, verify, workload
+from bench.report import Report
+from core.bus import Bus
+from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
+from tests.integration.stack import REPO_ROOT, Stack, free_ports
+
+COLLECTION = "load"
+OUT_DIR = REPO_ROOT / "docs" / "load"
+RUNS_HEADING = "## Runs of bench/load"
+P50_LIMIT_MS = 100.0
+SAMPLE_S = 2.0
+BULK = 100  # documents per bulk request (the API's limit)
+BULK_IN_FLIGHT = 4
+# Pre-population stops sending while this many writes wait in the collection's queue, so the
+# deadline (hybrid) measures documents indexed, not documents queued.
+BULK_BACKLOG = 5_000
+
+
+@dataclass
+class Plan:
+    configs: list[str]
+    documents: int = 80_000
+    prepopulate_minutes: float = 30.0
+    users: list[int] | None = None  # None: search for the knee
+    start_users: dict[str, int] = field(default_factory=lambda: {"keyword": 8, "hybrid": 2})
+    max_levels: int = 10
+    settle_s: float = 60.0
+    window_s: float = 60.0
+    overload_factor: int = 5
+    overload_s: float = 600.0
+    recovery_limit_s: float = 600.0
+    profile_s: float = 20.0
+    env: dict[str, str] = field(default_factory=dict)
+    write: bool = True
+    smoke: bool = False
+
+    @classmethod
+    def smoke_test(cls, configs: list[str]) -> Plan:
+        return cls(
+            configs=configs,
+            documents=300,
+            prepopulate_minutes=2.0,
+            users=[2, 4],
+            settle_s=5.0,
+            window_s=10.0,
+            overload_factor=2,
+            overload_s=20.0,
+            recovery_limit_s=60.0,
+            profile_s=0.0,
+            smoke=True,
+        )
+
+
+# --- what a run finds ---------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    users: int
+    rps: float  # every request
+    search_rps: float
+    search_p50: float
+    search_p95: float
+    search_p99: float
+    upsert_p50: float
+    braid_cpu: float  # % of one core, the whole stack
+    braid_rss_gb: float
+    locust_cpu: float
+    machine_cpu: float  # % of all cores, everything on the machine
+    doc_queue_start: int
+    doc_queue_end: int
+    doc_queue_growth_per_s: float
+    search_queue_start: int
+    search_queue_end: int
+    requests: int
+    errors: int  # failures other than 503
+    overloaded: int  # 503s
+    hottest: str
+
+    @property
+    def queues_stable(self) -> bool:
+        """The document queue does not grow faster than 0.5 writes/s (a backlog of 30 per minute);
+        the search queue is never meant to hold more than a moment's work."""
+        return self.doc_queue_growth_per_s <= 0.5 and self.search_queue_end <= max(5, self.users)
+
+    @property
+    def under_limits(self) -> bool:
+        return self.search_p50 < P50_LIMIT_MS and self.queues_stable and self.errors == 0
+
+
+@dataclass
+class Slice:
+    """A short stretch of the overload run."""
+
+    at_s: float  # since the overload started
+    users: int
+    rps: float
+    search_p50: float
+    search_p99: float
+    errors: int
+    overloaded: int
+    doc_queue: int
+    search_queue: int
+    braid_cpu: float
+
+
+@dataclass
+class Bulk:
+    documents: int
+    seconds: float
+    sent_seconds: float  # until the last bulk request was acknowledged
+    raw_model_docs_s: float | None  # the model alone on the same contents (hybrid)
+
+    @property
+    def docs_s(self) -> float:
+        return self.documents / self.seconds
+
+
+@dataclass
+class Overload:
+    users: int
+    seconds: float
+    base_users: int
+    base_p50: float
+    slices: list[Slice]
+    recovered_after_s: float | None  # latency back within 1.25× the knee's p50 (max 100 ms)
+    queue_back_after_s: float | None  # document queue back to its depth before the overload
+    errors: int
+    overloaded: int
+
+
+@dataclass
+class ConfigResult:
+    config: str
+    bulk: Bulk
+    levels: list[Level] = field(default_factory=list)
+    knee: Level | None = None
+    overload: Overload | None = None
+    profile: list[str] = field(default_factory=list)
+    profiled: str = ""
+    drain_s: float = 0.0
+    verdict: verify.Verdict | None = None
+    totals: dict[str, int] = field(default_factory=dict)
+    locust_peak_cpu: float = 0.0
+    encoders: str = ""
+
+
+# --- the parts ----------------------------------------------------------------------------------
+
+
+class LocustProcess:
+    """Locust with its web API on a free port, driven by this runner."""
+
+    def __init__(self, host: str, oplog: Path, log: Path, seed: int) -> None:
+        self.port = free_ports(1)[0]
+        env = dict(os.environ)
+        env.update(
+            BRAID_LOAD_COLLECTION=COLLECTION, BRAID_LOAD_OPLOG=str(oplog), BRAID_LOAD_SEED=str(seed)
+        )
+        command = [
+            sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "bench" / "locustfile.py"),
+            "--host", host, "--web-host", "127.0.0.1", "--web-port", str(self.port),
+            "--stop-timeout", "60", "--loglevel", "WARNING",
+        ]  # fmt: skip
+        self._log = open(log, "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        self.meter = procs.TreeMeter(lambda: procs.descendants(self.process.pid))
+        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=30.0)
+
+    async def ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"locust exited with {self.process.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await self.http.get("/stats/requests")).status_code == 200:
+                    return
+            await asyncio.sleep(0.5)
+        raise RuntimeError("locust's web API did not answer")
+
+    async def swarm(self, users: int, rate: float) -> None:
+        response = await self.http.post("/swarm", data={"user_count": users, "spawn_rate": rate})
+        response.raise_for_status()
+
+    async def users(self) -> int:
+        return int((await self.http.get("/stats/requests")).json().get("user_count", 0))
+
+    async def ramp(self, users: int) -> None:
+        """Swarm to `users` at up to 10 s of ramp, and wait until they run."""
+        await self.swarm(users, max(1.0, users / 10))
+        deadline = time.monotonic() + 120
+        while await self.users() != users and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+
+    async def reset(self) -> None:
+        (await self.http.post("/stats/reset")).raise_for_status()
+
+    async def stats(self) -> dict[str, dict[str, str]]:
+        text = (await self.http.get("/stats/requests/csv")).text
+        return {row["Name"]: row for row in csv.DictReader(io.StringIO(text))}
+
+    async def failures(self) -> list[dict[str, str]]:
+        text = (await self.http.get("/stats/failures/csv")).text
+        return list(csv.DictReader(io.StringIO(text)))
+
+    async def totals(self) -> dict[str, int]:
+        return dict((await self.http.get("/braid/totals")).json())
+
+    async def stop(self) -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            await self.http.post("/stop", timeout=120.0)
+        await self.http.aclose()
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+class Gauges:
+    """Queue depths: the collection's document queue (what `…/queue/info` shows a user) and the
+    search RPC queue (RabbitMQ, messages waiting for the worker)."""
+
+    def __init__(self, client: httpx.AsyncClient, bus: Bus) -> None:
+        self.client = client
+        self.bus = bus
+
+    async def doc_queue(self) -> int:
+        response = await self.client.get(f"/v1/collections/{COLLECTION}/queue/info")
+        response.raise_for_status()
+        return int(response.json()["total"])
+
+    async def search_queue(self) -> int:
+        return await self.bus.queue_depth(SEARCH_QUEUE)
+
+    async def broker_documents(self) -> int:
+        return await self.bus.queue_depth(DOCUMENTS_QUEUE)
+
+    async def doc_count(self) -> int:
+        response = await self.client.get(f"/v1/collections/{COLLECTION}/stats")
+        response.raise_for_status()
+        return int(response.json()["doc_count"])
+
+
+def _number(value: str | None) -> float:
+    try:
+        return float(value) if value not in (None, "", "N/A") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _failure_counts(failures: list[dict[str, str]]) -> tuple[int, int]:
+    """(errors other than 503, 503s) in Locust's failure table."""
+    errors = overloaded = 0
+    for row in failures:
+        count = int(row.get("Occurrences", 0) or 0)
+        if row.get("Error", "").startswith("HTTP 503"):
+            overloaded += count
+        else:
+            errors += count
+    return errors, overloaded
+
+
+def _slope(samples: list[tuple[float, int]]) -> float:
+    """Least-squares growth per second of (time, depth) samples."""
+    if len(samples) < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in samples) / len(samples)
+    mean_d = sum(d for _, d in samples) / len(samples)
+    spread = sum((t - mean_t) ** 2 for t, _ in samples)
+    if spread == 0:
+        return 0.0
+    return sum((t - mean_t) * (d - mean_d) for t, d in samples) / spread
+
+
+# --- the runner ---------------------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, plan: Plan, config: str, stack: Stack, scratch: Path) -> None:
+        self.plan = plan
+        self.config = config
+        self.stack = stack
+        self.scratch = scratch
+        self.client = httpx.AsyncClient(base_url=stack.base_url, timeout=120.0)
+        self.braid = procs.TreeMeter(lambda: procs.session_tree(stack.supervisord_pid))
+        self.names: dict[str, str] = {}
+
+    def say(self, message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {self.config}: {message}", flush=True)
+
+    async def create(self) -> None:
+        response = await self.client.post(
+            f"/v1/collections/{COLLECTION}", json=workload.collection_body(self.config)
+        )
+        response.raise_for_status()
+
+    async def _post_bulk(self, documents: list[dict[str, Any]]) -> None:
+        while True:
+            response = await self.client.post(
+                f"/v1/collections/{COLLECTION}/documents/bulk", json={"documents": documents}
+            )
+            if response.status_code != 503:
+                response.raise_for_status()
+                return
+            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+
+    async def prepopulate(self, gauges: Gauges) -> Bulk:
+        """Bulk-load documents 0, 1, 2 … until `documents` or the deadline, then wait until all
+        are indexed. The documents/s is sent-and-indexed: first request to empty queue."""
+        fake = workload.seeded(self.plan.documents)
+        deadline = time.monotonic() + self.plan.prepopulate_minutes * 60
+        gate = asyncio.Semaphore(BULK_IN_FLIGHT)
+        pending: set[asyncio.Task[None]] = set()
+        started = time.monotonic()
+        sent = 0
+        while sent < self.plan.documents and time.monotonic() < deadline:
+            if sent % (BULK * 20) == 0:
+                while await gauges.doc_queue() > BULK_BACKLOG and time.monotonic() < deadline:
+                    await asyncio.sleep(1.0)
+                if time.monotonic() >= deadline:
+                    break
+                self.say(f"pre-population: {sent:,} sent")
+            count = min(BULK, self.plan.documents - sent)
+            batch = [
+                workload.document(fake, number, workload.PREPOPULATED_AT)
+                for number in range(sent, sent + count)
+            ]
+            await gate.acquire()
+            task = asyncio.create_task(self._post_bulk(batch))
+            task.add_done_callback(lambda _: gate.release())
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            for doc in batch:
+                self.names[doc["id"]] = doc["name"]
+            sent += count
+        await asyncio.gather(*pending)
+        sent_s = time.monotonic() - started
+        self.say(f"pre-population: {sent:,} acknowledged in {sent_s:.0f} s; waiting for the index")
+        while await gauges.doc_queue() > 0 or await gauges.doc_count() < sent:
+            await asyncio.sleep(1.0)
+        seconds = time.monotonic() - started
+        self.say(f"pre-population: {sent:,} indexed in {seconds:.0f} s ({sent / seconds:.1f}/s)")
+        return Bulk(documents=sent, seconds=seconds, sent_seconds=sent_s, raw_model_docs_s=None)
+
+    async def measure(self, locust: LocustProcess, gauges: Gauges, users: int) -> Level:
+        await locust.ramp(users)
+        self.say(f"{users} users: settling {self.plan.settle_s:.0f} s")
+        await asyncio.sleep(self.plan.settle_s)
+        await locust.reset()
+        self.braid.usage()
+        locust.meter.usage()
+        busy0, total0 = procs.machine_busy_s()
+        started = time.monotonic()
+        doc_samples: list[tuple[float, int]] = []
+        search_samples: list[int] = []
+        while True:
+            doc_samples.append((time.monotonic() - started, await gauges.doc_queue()))
+            search_samples.append(await gauges.search_queue())
+            if time.monotonic() - started >= self.plan.window_s:
+                break
+            await asyncio.sleep(SAMPLE_S)
+        stats = await locust.stats()
+        failures = await locust.failures()
+        elapsed = time.monotonic() - started
+        braid = self.braid.usage()
+        generator = locust.meter.usage()
+        busy1, total1 = procs.machine_busy_s()
+        errors, overloaded = _failure_counts(failures)
+        search, upsert, total = (
+            stats.get("search", {}),
+            stats.get("upsert", {}),
+            stats["Aggregated"],
+        )
+        level = Level(
+            users=users,
+            rps=_number(total.get("Request Count")) / elapsed,
+            search_rps=_number(search.get("Request Count")) / elapsed,
+            search_p50=_number(search.get("50%")),
+            search_p95=_number(search.get("95%")),
+            search_p99=_number(search.get("99%")),
+            upsert_p50=_number(upsert.get("50%")),
+            braid_cpu=braid.cpu_percent,
+            braid_rss_gb=braid.rss_gb,
+            locust_cpu=generator.cpu_percent,
+            machine_cpu=(busy1 - busy0) / max(1e-9, total1 - total0) * 100.0,
+            doc_queue_start=doc_samples[0][1],
+            doc_queue_end=doc_samples[-1][1],
+            doc_queue_growth_per_s=_slope(doc_samples),
+            search_queue_start=search_samples[0],
+            search_queue_end=search_samples[-1],
+            requests=int(_number(total.get("Request Count"))),
+            errors=errors,
+            overloaded=overloaded,
+            hottest=", ".join(f"{name} {cpu:.0f}%" for name, cpu in braid.by_process[:3]),
+        )
+        self.say(
+            f"{users} users: {level.rps:.1f} rps, search p50/p95/p99 {level.search_p50:.0f}/"
+            f"{level.search_p95:.0f}/{level.search_p99:.0f} ms, braid {level.braid_cpu:.0f}%, "
+            f"locust {level.locust_cpu:.0f}%, doc queue {level.doc_queue_start}→"
+            f"{level.doc_queue_end} ({level.doc_queue_growth_per_s:+.2f}/s), errors {errors}, "
+            f"503s {overloaded}; hottest {level.hottest}"
+        )
+        return level
+
+    def levels(self) -> list[int]:
+        if self.plan.users:
+            return list(self.plan.users)
+        users, out = self.plan.start_users[self.config], []
+        for _ in range(self.plan.max_levels):
+            out.append(users)
+            users = max(users + 1, round(users * 1.5))
+        return out
+
+    async def sweep(self, locust: LocustProcess, gauges: Gauges, result: ConfigResult) -> None:
+        for users in self.levels():
+            level = await self.measure(locust, gauges, users)
+            result.levels.append(level)
+            if level.under_limits:
+                result.knee = level
+            elif not self.plan.users:
+                break  # past the knee: one level over the limits is in the table
+
+    async def slice(
+        self, locust: LocustProcess, gauges: Gauges, at: float, seconds: float
+    ) -> Slice:
+        await locust.reset()
+        self.braid.usage()
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        stats = await locust.stats()
+        errors, overloaded = _failure_counts(await locust.failures())
+        elapsed = time.monotonic() - started
+        search, total = stats.get("search", {}), stats["Aggregated"]
+        return Slice(
+            at_s=at,
+            users=await locust.users(),
+            rps=_number(total.get("Request Count")) / elapsed,
+            search_p50=_number(search.get("50%")),
+            search_p99=_number(search.get("99%")),
+            errors=errors,
+            overloaded=overloaded,
+            doc_queue=await gauges.doc_queue(),
+            search_queue=await gauges.search_queue(),
+            braid_cpu=self.braid.usage().cpu_percent,
+        )
+
+    async def overload(self, locust: LocustProcess, gauges: Gauges, knee: Level) -> Overload:
+        users = knee.users * self.plan.overload_factor
+        self.say(f"overload: {users} users for {self.plan.overload_s:.0f} s")
+        before_queue = await gauges.doc_queue()
+        started = time.monotonic()
+        await locust.swarm(users, max(1.0, users / 10))
+        slices = []
+        step = 30.0 if not self.plan.smoke else 5.0
+        while time.monotonic() - started < self.plan.overload_s:
+            slices.append(await self.slice(locust, gauges, time.monotonic() - started, step))
+            last = slices[-1]
+            self.say(
+                f"overload +{last.at_s:.0f}s: {last.users} users, {last.rps:.0f} rps, p50 "
+                f"{last.search_p50:.0f} ms, p99 {last.search_p99:.0f} ms, doc queue "
+                f"{last.doc_queue}, search queue {last.search_queue}, errors {last.errors}, "
+                f"503s {last.overloaded}"
+            )
+        await locust.swarm(knee.users, max(1.0, users / 10))
+        down = time.monotonic()
+        target = min(P50_LIMIT_MS, 1.25 * knee.search_p50)
+        recovered = queue_back = None
+        while time.monotonic() - down < self.plan.recovery_limit_s:
+            piece = await self.slice(locust, gauges, time.monotonic() - started, 5.0)
+            slices.append(piece)
+            since = time.monotonic() - down
+            if recovered is None and piece.search_p50 <= target and piece.users == knee.users:
+                recovered = since
+            if queue_back is None and piece.doc_queue <= max(before_queue, knee.doc_queue_end) + 20:
+                queue_back = since
+            if recovered is not None and queue_back is not None:
+                break
+        self.say(f"overload: latency back after {recovered} s, document queue after {queue_back} s")
+        over_s = self.plan.overload_s
+        return Overload(
+            users=users,
+            base_users=knee.users,
+            base_p50=knee.search_p50,
+            slices=slices,
+            recovered_after_s=recovered,
+            queue_back_after_s=queue_back,
+            seconds=over_s,
+            errors=sum(piece.errors for piece in slices),
+            overloaded=sum(piece.overloaded for piece in slices),
+        )
+
+    async def profile(self, locust: LocustProcess, users: int, result: ConfigResult) -> None:
+        """py-spy on the stack's hottest Python process, at the knee, for `profile_s`."""
+        if self.plan.profile_s <= 0:
+            return
+        await locust.ramp(users)
+        await asyncio.sleep(10)
+        self.braid.usage()
+        await asyncio.sleep(10)
+        ranked = self.braid.usage().by_process
+        python = [(name, cpu) for name, cpu in ranked if name.startswith("python")]
+        if not python:
+            return
+        name, cpu = python[0]
+        pid = name.rsplit("(", 1)[1].rstrip(")")
+        out = self.scratch / f"profile-{self.config}.txt"
+        self.say(f"profiling {name} ({cpu:.0f}% CPU) for {self.plan.profile_s:.0f} s")
+        command = [
+            "py-spy", "record", "--pid", pid, "--duration", str(int(self.plan.profile_s)),
+            "--rate", "100", "--format", "raw", "--output", str(out), "--nonblocking",
+        ]  # fmt: skip
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await proc.communicate()
+        if proc.returncode != 0 or not out.exists():
+            result.profile = [f"py-spy failed: {err.decode(errors='replace')[-300:]}"]
+            return
+        result.profiled = f"{name}, {cpu:.0f}% of a core at {users} users"
+        result.profile = summarize_profile(out.read_text())
+
+    async def drain(self, gauges: Gauges) -> float:
+        started = time.monotonic()
+        while await gauges.doc_queue() > 0 or await gauges.broker_documents() > 0:
+            await asyncio.sleep(1.0)
+        return time.monotonic() - started
+
+    async def fetch_all(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        after = None
+        while True:
+            response = await self.client.post(
+                f"/v1/collections/{COLLECTION}/documents/fetch",
+                json={"page_size": 1000, "after": after},
+            )
+            response.raise_for_status()
+            page = response.json()
+            for doc in page["documents"]:
+                found[doc["id"]] = doc["name"]
+            after = page.get("after")
+            if not after or not page["documents"]:
+                return found
+
+    async def run(self) -> ConfigResult:
+        bus = await Bus.connect(self.stack.amqp_url, retry_for_s=30)
+        gauges = Gauges(self.client, bus)
+        try:
+            await self.create()
+            bulk = await self.prepopulate(gauges)
+            result = ConfigResult(config=self.config, bulk=bulk)
+            result.encoders = (
+                f"BRAID_ENCODERS={self.stack.env['BRAID_ENCODERS']}, "
+                f"BRAID_ENCODER_MODELS={self.stack.env['BRAID_ENCODER_MODELS']}"
+            )
+            oplog = self.scratch / f"oplog-{self.config}.txt"
+            locust = LocustProcess(
+                self.stack.base_url, oplog, self.scratch / f"locust-{self.config}.log", seed=1
+            )
+            try:
+                await locust.ready()
+                await self.sweep(locust, gauges, result)
+                knee = result.knee or (result.levels[0] if result.levels else None)
+                if knee is not None:
+                    await self.profile(locust, knee.users, result)
+                    if self.plan.overload_s > 0:
+                        result.overload = await self.overload(locust, gauges, knee)
+                result.totals = await locust.totals()
+            finally:
+                await locust.stop()
+            self.say("waiting for the document queue to drain")
+            result.drain_s = await self.drain(gauges)
+            actual = await self.fetch_all()
+            result.verdict = verify.verify(
+                self.names, workload.PREPOPULATED_AT, verify.read_oplog(oplog), actual
+            )
+            self.say(f"check: {result.verdict.summary()}")
+            return result
+        finally:
+            await bus.close()
+            await self.client.aclose()
+
+
+def raw_model_rate(contents: list[str], scratch: Path) -> float:
+    """Documents/s of the model alone, in this process, on 2 threads, batches as the holders use."""
+    from bench import raw
+    from core.enums import EncoderBackend
+    from core.settings import Settings
+
+    model = raw.load(EncoderBackend.AUTO, scratch / "raw", workload.MODEL)
+    model = raw.with_threads(model, scratch / "raw", 2)
+    return raw.throughput(model, contents, Settings().embed_batch_size)
+
+
+def summarize_profile(collapsed: str, top: int = 12) -> list[str]:
+    """Self and inclusive time by function from py-spy's collapsed stacks ("a;b;c count")."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + count
+    if not total:
+        return ["no samples"]
+    lines = [f"{total} samples; self time:"]
+    for frame, count in sorted(own.items(), key=lambda item: -item[1])[:top]:
+        lines.append(f"  {count / total:6.1%}  {frame}")
+    lines.append("inclusive time (Braid's own code):")
+    ours = [
+        (frame, count)
+        for frame, count in inclusive.items()
+        if any(f"({part}/" in frame for part in ("app", "worker", "encoder", "core"))
+    ]
+    for frame, count in sorted(ours, key=lambda item: -item[1])[:top]:
+        lines.append(f"  {count / total:6.1%}  {frame}")
+    return lines
+
+
+async def run_config(plan: Plan, config: str, scratch: Path) -> ConfigResult:
+    env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1", **plan.env}
+    raw_rate = None
+    if config == "hybrid":
+        fake = workload.seeded(plan.documents)
+        contents = [workload.document(fake, i, "")["content"] for i in range(512)]
+        raw_rate = raw_model_rate(contents, scratch)
+        print(f"raw model: {raw_rate:.1f} documents/s on these contents", flush=True)
+    with Stack(env) as stack:
+        result = await Run(plan, config, stack, scratch).run()
+    result.bulk.raw_model_docs_s = raw_rate
+    return result
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", help="keyword, hybrid (default: both)")
+    parser.add_argument("--users", help="comma-separated user counts (default: find the knee)")
+    parser.add_argument("--documents", type=int, help="pre-populated documents (default 80000)")
+    parser.add_argument("--prepopulate-minutes", type=float, help="cap on pre-population (30)")
+    parser.add_argument("--window", type=float, help="measured seconds per level (60)")
+    parser.add_argument("--settle", type=float, help="seconds between ramp and measuring (60)")
+    parser.add_argument("--overload-minutes", type=float, help="at 5× the knee (10; 0: none)")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
+    parser.add_argument("--smoke", action="store_true", help="a short run of every step")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    configs = args.configs or (["keyword"] if args.smoke else ["keyword", "hybrid"])
+    if unknown := set(configs) - set(workload.CONFIGS):
+        parser.error(f"unknown configuration {sorted(unknown)}; choose from keyword, hybrid")
+    plan = Plan.smoke_test(configs) if args.smoke else Plan(configs=configs)
+    if args.users:
+        plan.users = [int(part) for part in args.users.split(",")]
+    if args.documents is not None:
+        plan.documents = args.documents
+    if args.prepopulate_minutes is not None:
+        plan.prepopulate_minutes = args.prepopulate_minutes
+    if args.window is not None:
+        plan.window_s = args.window
+    if args.settle is not None:
+        plan.settle_s = args.settle
+    if args.overload_minutes is not None:
+        plan.overload_s = args.overload_minutes * 60
+    plan.env.update(dict(item.split("=", 1) for item in args.env))
+    plan.write = not args.no_write and not args.smoke
+    sys.exit(asyncio.run(study(plan)))
+
+
+async def study(plan: Plan) -> int:
+    from bench import loadreport
+
+    report = Report(
+        title="load study (" + ", ".join(plan.configs) + ")",
+        command=shlex.join(["bench/load", *sys.argv[1:]]),
+        runs_heading=RUNS_HEADING,
+    )
+    results = []
+    with tempfile.TemporaryDirectory(prefix="braid-load-") as scratch:
+        for config in plan.configs:
+            results.append(await run_config(plan, config, Path(scratch)))
+    failed = loadreport.write(report, plan, results, OUT_DIR if plan.write else None)
+    print(report.markdown())
+    if plan.write:
+        report.append_to()
+    return 1 if failed else 0
+
+
+def as_rows(result: ConfigResult) -> list[dict[str, Any]]:
+    return [asdict(level) for level in result.levels]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""CPU and memory of a process tree, read from /proc (Linux), for the load runner.
+
+A tree is a session (the stack: supervisord and everything it runs) or one process with its
+descendants (the load generator). CPU counts each live process's own time plus what it collected
+from children it reaped, so a process that exits between two samples still counts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    session: int
+    cpu_s: float  # utime + stime + cutime + cstime
+    rss_bytes: int
+    command: str
+
+
+def _read(pid: int) -> Proc | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        statm = Path(f"/proc/{pid}/statm").read_text().split()
+    except OSError:
+        return None
+    head, tail = stat.rsplit(")", 1)
+    fields = tail.split()
+    if fields[0] == "Z":
+        return None
+    # fields[0] is the state (field 3 of stat); utime..cstime are fields 14..17.
+    cpu = sum(int(value) for value in fields[11:15]) / TICKS
+    return Proc(
+        pid=pid,
+        ppid=int(fields[1]),
+        session=int(fields[3]),
+        cpu_s=cpu,
+        rss_bytes=int(statm[1]) * PAGE,
+        command=head.split("(", 1)[1],
+    )
+
+
+def all_procs() -> list[Proc]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (proc := _read(int(entry.name))) is not None:
+            found.append(proc)
+    return found
+
+
+def session_tree(session: int) -> list[Proc]:
+    return [proc for proc in all_procs() if proc.session == session]
+
+
+def descendants(root: int) -> list[Proc]:
+    procs = all_procs()
+    children: dict[int, list[Proc]] = {}
+    for proc in procs:
+        children.setdefault(proc.ppid, []).append(proc)
+    tree = [proc for proc in procs if proc.pid == root]
+    for proc in tree:  # grows while iterating: breadth first
+        tree.extend(children.get(proc.pid, []))
+    return tree
+
+
+def machine_busy_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])
+    return (total - idle) / TICKS, total / TICKS
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A tree over an interval. CPU as % of one core (200 % = both cores of this machine busy)."""
+
+    cpu_percent: float
+    rss_gb: float
+    by_process: list[tuple[str, float]]  # (label, CPU %), hottest first
+
+
+def label(pid: int) -> str:
+    """`python3 -m worker (1234)`: the command line, short."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return str(pid)
+    words = [Path(argv[0].decode(errors="replace")).name] + [
+        arg.decode(errors="replace") for arg in argv[1:3]
+    ]
+    return f"{' '.join(words)[:48]} ({pid})"
+
+
+class TreeMeter:
+    """Each `usage()` gives a tree's CPU since the previous call (or since it was made)."""
+
+    def __init__(self, tree: Callable[[], list[Proc]]) -> None:
+        self._tree = tree
+        self._at, self._cpu = self._sample()
+
+    def _sample(self) -> tuple[float, dict[int, float]]:
+        return time.monotonic(), {proc.pid: proc.cpu_s for proc in self._tree()}
+
+    def usage(self) -> Usage:
+        procs = self._tree()
+        now = time.monotonic()
+        elapsed = max(1e-9, now - self._at)
+        per = {proc.pid: proc.cpu_s - self._cpu.get(proc.pid, 0.0) for proc in procs}
+        # A process that exited without being reaped inside the tree takes its CPU time with it;
+        # that interval reads a little low, never negative.
+        total = max(0.0, sum(per.values()))
+        ranked = sorted(per.items(), key=lambda item: -item[1])
+        self._at, self._cpu = now, {proc.pid: proc.cpu_s for proc in procs}
+        return Usage(
+            cpu_percent=total / elapsed * 100.0,
+            rss_gb=sum(proc.rss_bytes for proc in procs) / 1e9,
+            by_process=[(label(pid), used / elapsed * 100.0) for pid, used in ranked],
+        )
