@@ -672,7 +672,7 @@ async def run_config(plan: Plan, config: str, scratch: Path) -> ConfigResult:
     if config == "hybrid":
         fake = workload.seeded(plan.documents)
         contents = [workload.document(fake, i, "")["content"] for i in range(512)]
-        raw_rate = raw_model_rate(contents, scratch)
+        raw_rate = await asyncio.to_thread(raw_model_rate, contents, scratch)
         print(f"raw model: {raw_rate:.1f} documents/s on these contents", flush=True)
     with Stack(env) as stack:
         result = await Run(plan, config, stack, scratch).run()

@@ -1,0 +1,30 @@
+"""The load study's harness end to end, small: bench/loadrun --smoke starts its own stack,
+bulk-loads 300 documents, runs the Locust seed workload at 2 and 4 users and an overload at 8,
+then checks the collection against every acknowledged write. Under that mixed load no request may
+fail (503s aside) and no acknowledged write may be lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.integration.stack import REPO_ROOT
+
+
+def test_the_seed_workload_runs_without_errors_and_loses_nothing() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.loadrun", "--smoke"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "all match" in output, output[-4000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("| 2 |", "| 4 |"))]
+    assert len(rows) == 2, output[-4000:]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert float(cells[1]) > 0  # requests per second
+        assert cells[9] == "0 / 0"  # errors / 503s
