@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.loadrun import GROWTH_LIMIT
 from bench.report import Report
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ def _ms(value: float) -> str:
 
 
 def _queue(start: int, end: int, growth: float) -> str:
-    trend = "growing" if growth > 0.5 else "stable"
+    trend = "growing" if growth > GROWTH_LIMIT else "stable"
     return f"{start:,} → {end:,} ({trend}, {growth:+.1f}/s)"
 
 
@@ -208,8 +210,6 @@ def config_section(report: Report, result: ConfigResult, files: dict[str, str]) 
 
 
 def comparison(report: Report, results: list[ConfigResult]) -> None:
-    import os
-
     cores = os.cpu_count() or 1
     rows = []
     for result in results:

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,8 @@ COLLECTION = "load"
 OUT_DIR = REPO_ROOT / "docs" / "load"
 RUNS_HEADING = "## Runs of bench/load"
 P50_LIMIT_MS = 100.0
+# A document queue growing faster than this (least-squares slope, writes/s) is not stable.
+GROWTH_LIMIT = 0.5
 SAMPLE_S = 2.0
 BULK = 100  # documents per bulk request (the API's limit)
 BULK_IN_FLIGHT = 4
@@ -120,7 +122,8 @@ class Level:
     def queues_stable(self) -> bool:
         """The document queue does not grow faster than 0.5 writes/s (a backlog of 30 per minute);
         the search queue is never meant to hold more than a moment's work."""
-        return self.doc_queue_growth_per_s <= 0.5 and self.search_queue_end <= max(5, self.users)
+        growth_ok = self.doc_queue_growth_per_s <= GROWTH_LIMIT
+        return growth_ok and self.search_queue_end <= max(5, self.users)
 
     @property
     def under_limits(self) -> bool:
@@ -734,10 +737,6 @@ async def study(plan: Plan) -> int:
     if plan.write:
         report.append_to()
     return 1 if failed else 0
-
-
-def as_rows(result: ConfigResult) -> list[dict[str, Any]]:
-    return [asdict(level) for level in result.levels]
 
 
 if __name__ == "__main__":
