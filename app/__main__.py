@@ -1,12 +1,11 @@
-"""Entry point: `python -m app`."""
+"""Entry point: `python -m app` (one of BRAID_API_PROCESSES processes sharing the port)."""
 
 from __future__ import annotations
 
 import logging
 
-import uvicorn
-
 from app.main import create_app
+from app.server import serve
 from core.settings import load_settings
 
 
@@ -16,13 +15,7 @@ def main() -> None:
         level=settings.log_level.upper(),
         format="%(asctime)s api %(levelname)s %(name)s: %(message)s",
     )
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        access_log=False,
-    )
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from core.errors import BraidError, Unavailable
+from core.errors import DEPENDENCY_DOWN, BraidError, Unavailable, dependency_error
 
 log = logging.getLogger(__name__)
 # What FastAPI raises (as a 400) when a JSON body is not even text, e.g. bad UTF-8 bytes.
@@ -56,6 +56,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return await http_exception_handler(request, exc)
 
 
+async def dependency_down(request: Request, exc: Exception) -> JSONResponse:
+    """Redis or a socket failed under a handler: a 503 to retry, never a 500."""
+    unavailable = dependency_error(exc)
+    assert unavailable is not None
+    log.warning("%s %s: %s", request.method, request.url.path, unavailable.message)
+    return await braid_error(request, unavailable)
+
+
 async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return JSONResponse({"detail": "internal error"}, status_code=500)
@@ -65,4 +73,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BraidError, braid_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(HTTPException, http_error)
+    for dependency in DEPENDENCY_DOWN:
+        app.add_exception_handler(dependency, dependency_down)
     app.add_exception_handler(Exception, unexpected_error)

@@ -11,6 +11,7 @@ from app import dashboard
 from app.auth import KeyRing, authorize
 from app.context import ApiContext
 from app.errors import install_error_handlers
+from app.limits import RequestLimits
 from app.metrics_sampler import ApiStats, ApiStatsMiddleware, MetricsSampler
 from app.metrics_store import MetricsStore
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
@@ -50,6 +51,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.keys = KeyRing(settings)
     app.add_middleware(ApiStatsMiddleware, stats=stats)
+    # Added last, so outermost: a too-large body is refused before anything reads it.
+    app.add_middleware(RequestLimits, body_timeout_s=settings.body_timeout_s)
     install_error_handlers(app)
     for module in (health, system, collections, documents, search, metrics, dashboard):
         app.include_router(module.router)

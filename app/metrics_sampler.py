@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import time
 
 from redis.asyncio import Redis
@@ -12,9 +10,9 @@ from redis.exceptions import RedisError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.metrics_store import MetricsStore
+from core.lifecycle import Periodic
 from core.names import RedisKeys
 
-log = logging.getLogger(__name__)
 SEARCH_SUFFIX = "/search"
 
 
@@ -82,17 +80,13 @@ class MetricsSampler:
         self._redis = redis
         self._store = store
         self._stats = stats
-        self._interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("metrics sampler", interval_s, lambda: self.tick(time.time()))
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="metrics-sampler")
+        self._loop.start()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
         with contextlib.suppress(RedisError, OSError):
             await self.flush()
 
@@ -114,11 +108,3 @@ class MetricsSampler:
         except BaseException:
             self._stats.give_back(counts)
             raise
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick(time.time())
-            except (RedisError, OSError) as exc:
-                log.warning("metrics sampling failed: %s", exc)
-            await asyncio.sleep(self._interval_s)

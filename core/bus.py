@@ -1,69 +1,139 @@
-"""The bus: durable publish with confirms, RPC calls and RPC serving over RabbitMQ."""
+"""The bus: durable publish with confirms, RPC calls and RPC serving over RabbitMQ.
+
+The bus owns its connection and brings everything back after the broker restarts: when the
+connection drops it fails the RPCs waiting for answers (503), reconnects with backoff, declares
+the queues it declared before (a restarted broker has lost the non-durable ones), and consumes
+again from every queue it consumed. While it is down, publishes and calls fail at once with
+Unavailable (503) instead of hanging.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aio_pika
 from aio_pika.abc import (
     AbstractChannel,
+    AbstractConnection,
     AbstractIncomingMessage,
     AbstractQueue,
-    AbstractRobustConnection,
 )
 from aiormq.exceptions import AMQPError, DeliveryError
 from pydantic import BaseModel
 
-from core.errors import BraidError, QueueFull, RpcTimeout, Unavailable, error_for_status
+from core.errors import (
+    BraidError,
+    QueueFull,
+    RpcTimeout,
+    Unavailable,
+    dependency_error,
+    error_for_status,
+)
 from core.topology import QueueSpec
 
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
-Handler = Callable[[Any], Awaitable[BaseModel]]
+OnMessage = Callable[[AbstractIncomingMessage], Awaitable[None]]
 ERROR_STATUS = "x-error-status"
 ERROR_MESSAGE = "x-error-message"
+# Errors that mean "the channel or connection went away": the broker redelivers what was unacked.
+CHANNEL_GONE = (AMQPError, ConnectionError, RuntimeError)
+RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0)
+
+
+def reconnect_delay_s(attempt: int) -> float:
+    """Delay before reconnect attempt `attempt` (0-based): short first, then every 2 s."""
+    return RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]
+
+
+async def settle(message: AbstractIncomingMessage, *, requeue: bool | None = None) -> bool:
+    """Ack a message (or nack it with `requeue`); False when its channel is gone.
+
+    A message whose channel closed is redelivered by the broker, so a failed settle is only
+    logged: processing is idempotent (DESIGN invariant 3)."""
+    try:
+        if requeue is None:
+            await message.ack()
+        else:
+            await message.nack(requeue=requeue)
+        return True
+    except CHANNEL_GONE as exc:
+        log.debug("could not settle a message (the broker redelivers it): %s", exc)
+        return False
+
+
+def channel_open(message: AbstractIncomingMessage) -> bool:
+    """Whether the message's channel still lives (if not, the broker redelivers it)."""
+    return not message.channel.is_closed
+
+
+@dataclass(frozen=True)
+class QueueState:
+    messages: int  # ready for delivery
+    consumers: int
+
+
+@dataclass
+class _Subscription:
+    queue: str
+    on_message: OnMessage
+    prefetch: int
+    channel: AbstractChannel | None = None
+    amqp_queue: AbstractQueue | None = None
+    tag: str | None = None
+    cancelled: bool = False
 
 
 class Bus:
-    """One robust connection; a confirming publish channel; a private reply queue for RPC."""
+    """One connection that heals itself; a confirming publish channel; a reply queue for RPC."""
 
-    def __init__(self, connection: AbstractRobustConnection, retry_after_s: int = 2) -> None:
-        self._connection = connection
+    def __init__(self, url: str, retry_after_s: int = 2) -> None:
+        self._url = url
         self._retry_after_s = retry_after_s
+        self._connection: AbstractConnection | None = None
         self._publish_channel: AbstractChannel | None = None
         self._reply_queue: AbstractQueue | None = None
+        self._specs: dict[str, QueueSpec] = {}
+        self._subscriptions: list[_Subscription] = []
         self._pending: dict[str, asyncio.Future[AbstractIncomingMessage]] = {}
-        self._consumer_channels: list[AbstractChannel] = []
         # The loop keeps only weak references to tasks: hold RPC handlers until they finish.
         self._handlers: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()  # one (re)connect or subscribe at a time
+        self._ready = False
+        self._closing = False
+        self._reconnector: asyncio.Task[None] | None = None
+        self.reconnects = 0
 
     @classmethod
     async def connect(cls, url: str, retry_for_s: float = 180.0, retry_after_s: int = 2) -> Bus:
         """Connect, retrying while the broker boots (it takes several seconds)."""
+        bus = cls(url, retry_after_s)
         deadline = time.monotonic() + retry_for_s
+        attempt = 0
         while True:
             try:
-                connection = await aio_pika.connect_robust(url, timeout=10)
-                break
+                async with bus._lock:
+                    await bus._open()
+                return bus
             except (TimeoutError, OSError, AMQPError) as exc:
                 if time.monotonic() > deadline:
                     raise Unavailable(f"message broker unreachable: {exc}") from exc
                 log.info("broker not ready (%s); retrying", exc)
-                await asyncio.sleep(1.0)
-        bus = cls(connection, retry_after_s)
-        bus._publish_channel = await connection.channel(publisher_confirms=True)
-        return bus
+                await asyncio.sleep(max(1.0, reconnect_delay_s(attempt)))
+                attempt += 1
 
     @property
     def is_connected(self) -> bool:
-        return not self._connection.is_closed and self._publish_channel is not None
+        return self._ready and self._connection is not None and not self._connection.is_closed
 
     @property
     def broker_version(self) -> str:
@@ -76,9 +146,15 @@ class Bus:
         return str(version) if version else "unknown"
 
     async def declare(self, specs: list[QueueSpec]) -> None:
-        channel = await self._channel()
+        """Declare queues now and again after every reconnect."""
         for spec in specs:
-            await channel.declare_queue(spec.name, durable=spec.durable, arguments=spec.arguments)
+            self._specs[spec.name] = spec
+        channel = await self._channel()
+        try:
+            for spec in specs:
+                await _declare(channel, spec)
+        except CHANNEL_GONE as exc:
+            raise self._unavailable(exc) from exc
 
     async def publish(
         self,
@@ -112,13 +188,15 @@ class Bus:
             await channel.default_exchange.publish(amqp_message, routing_key=queue, mandatory=True)
         except DeliveryError as exc:
             raise QueueFull(f"queue '{queue}' is full; retry later", self._retry_after_s) from exc
-        except (AMQPError, ConnectionError, RuntimeError) as exc:
-            raise Unavailable(f"message broker unavailable: {exc}", self._retry_after_s) from exc
+        except CHANNEL_GONE as exc:
+            raise self._unavailable(exc) from exc
 
     async def call(
         self, queue: str, request: BaseModel, reply_type: type[Rep], timeout_s: float
     ) -> Rep:
-        """RPC: publish a request and wait for its typed reply (errors come back raised)."""
+        """RPC: publish a request and wait for its typed reply (errors come back raised).
+
+        If the connection drops while waiting, the call fails at once with Unavailable."""
         reply_queue = await self._ensure_reply_queue()
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[AbstractIncomingMessage] = asyncio.get_running_loop().create_future()
@@ -169,27 +247,26 @@ class Bus:
         else:
             body = result
         channel = await self._channel()
-        await channel.default_exchange.publish(
-            aio_pika.Message(
-                body.model_dump_json().encode(),
-                correlation_id=request.correlation_id,
-                headers=headers,
-            ),
-            routing_key=request.reply_to,
-        )
+        try:
+            await channel.default_exchange.publish(
+                aio_pika.Message(
+                    body.model_dump_json().encode(),
+                    correlation_id=request.correlation_id,
+                    headers=headers,
+                ),
+                routing_key=request.reply_to,
+            )
+        except CHANNEL_GONE as exc:
+            raise self._unavailable(exc) from exc
 
-    async def consume(
-        self,
-        queue: str,
-        on_message: Callable[[AbstractIncomingMessage], Awaitable[None]],
-        prefetch: int,
-    ) -> None:
-        """Deliver messages (manual ack) on a channel of its own with `prefetch` in flight."""
-        channel = await self._connection.channel()
-        await channel.set_qos(prefetch_count=prefetch)
-        self._consumer_channels.append(channel)
-        amqp_queue = await channel.get_queue(queue, ensure=False)
-        await amqp_queue.consume(on_message)
+    async def consume(self, queue: str, on_message: OnMessage, prefetch: int) -> None:
+        """Deliver messages (manual ack) on a channel of its own with `prefetch` in flight,
+        now and after every reconnect, until `cancel_consumers`."""
+        subscription = _Subscription(queue, on_message, prefetch)
+        async with self._lock:
+            self._subscriptions.append(subscription)
+            if self.is_connected:
+                await self._subscribe(subscription)
 
     async def serve(
         self,
@@ -206,13 +283,15 @@ class Bus:
                 result: BaseModel | BraidError = await handler(request)
             except BraidError as exc:
                 result = exc
-            except Exception:  # process boundary: answer 500, keep serving
-                log.exception("RPC handler for %s failed", queue)
-                result = BraidError("internal error")
+            except Exception as exc:  # process boundary: a dependency down is a 503, else 500
+                result = dependency_error(exc, self._retry_after_s) or BraidError("internal error")
+                if result.status == 500:
+                    log.exception("RPC handler for %s failed", queue)
             try:
                 await self.reply(message, result)
-            finally:
-                await message.ack()
+            except Unavailable as exc:  # the caller's call failed with the connection
+                log.info("could not answer an RPC on %s: %s", queue, exc)
+            await settle(message)
 
         async def dispatch(message: AbstractIncomingMessage) -> None:
             task = asyncio.create_task(on_message(message))
@@ -221,37 +300,162 @@ class Bus:
 
         await self.consume(queue, dispatch, prefetch=concurrency)
 
+    async def cancel_consumers(self) -> None:
+        """Stop taking deliveries (for a clean stop); what is unacked stays ours to settle."""
+        async with self._lock:
+            for subscription in self._subscriptions:
+                subscription.cancelled = True
+                if subscription.amqp_queue is not None and subscription.tag is not None:
+                    try:
+                        await subscription.amqp_queue.cancel(subscription.tag)
+                    except CHANNEL_GONE as exc:
+                        log.debug("cancelling a consumer of %s: %s", subscription.queue, exc)
+
+    async def drain_handlers(self, timeout_s: float) -> None:
+        """Wait for RPC handlers in flight, at most `timeout_s`."""
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=timeout_s)
+
+    async def queue_states(self, queues: Sequence[str]) -> dict[str, QueueState | None]:
+        """(messages ready, consumers) of each queue; None for one missing or unreachable."""
+        states: dict[str, QueueState | None] = dict.fromkeys(queues)
+        channel: AbstractChannel | None = None
+        try:
+            for queue in queues:
+                if not self.is_connected or self._connection is None:
+                    break
+                if channel is None or channel.is_closed:
+                    channel = await self._connection.channel()
+                try:
+                    result = (await channel.declare_queue(queue, passive=True)).declaration_result
+                except CHANNEL_GONE:  # a passive declare of a missing queue closes the channel
+                    continue
+                states[queue] = QueueState(
+                    int(result.message_count or 0), int(result.consumer_count or 0)
+                )
+        except CHANNEL_GONE as exc:
+            log.debug("reading queue states: %s", exc)
+        finally:
+            if channel is not None and not channel.is_closed:
+                with contextlib.suppress(*CHANNEL_GONE):
+                    await channel.close()
+        return states
+
     async def queue_depth(self, queue: str) -> int:
-        channel = await self._channel()
-        declared = await channel.declare_queue(queue, passive=True)
-        return int(declared.declaration_result.message_count or 0)
+        state = (await self.queue_states([queue]))[queue]
+        if state is None:
+            raise Unavailable(f"queue '{queue}' is not reachable", self._retry_after_s)
+        return state.messages
 
     async def close(self) -> None:
-        for channel in self._consumer_channels:
-            await channel.close()
-        await self._connection.close()
+        self._closing = True
+        if self._reconnector is not None:
+            self._reconnector.cancel()
+        connection, self._connection = self._connection, None
+        self._ready = False
+        if connection is not None and not connection.is_closed:
+            try:
+                await connection.close()
+            except CHANNEL_GONE as exc:
+                log.debug("closing the broker connection: %s", exc)
+
+    # --- connection management ---
+
+    async def _open(self) -> None:
+        """Connect, declare what was declared, consume what was consumed (under the lock)."""
+        connection = await aio_pika.connect(self._url, timeout=10)
+        try:
+            self._publish_channel = await connection.channel(publisher_confirms=True)
+            for spec in self._specs.values():
+                await _declare(self._publish_channel, spec)
+            self._connection, self._reply_queue, self._ready = connection, None, True
+            for subscription in self._subscriptions:
+                if not subscription.cancelled:
+                    await self._subscribe(subscription)
+        except BaseException:
+            self._ready = False
+            await connection.close()
+            raise
+        connection.close_callbacks.add(self._on_lost)
+
+    async def _subscribe(self, subscription: _Subscription) -> None:
+        assert self._connection is not None
+        channel = await self._connection.channel()
+        await channel.set_qos(prefetch_count=subscription.prefetch)
+        spec = self._specs.get(subscription.queue)
+        if spec is None:
+            amqp_queue = await channel.get_queue(subscription.queue, ensure=False)
+        else:
+            amqp_queue = await _declare(channel, spec)
+        subscription.channel, subscription.amqp_queue = channel, amqp_queue
+        subscription.tag = await amqp_queue.consume(subscription.on_message)
+
+    def _on_lost(self, connection: Any, exc: BaseException | None = None) -> None:
+        if self._closing or connection is not self._connection:
+            return
+        log.warning("lost the broker connection (%s); reconnecting", exc)
+        self._ready = False
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(self._unavailable(exc))
+        if self._reconnector is None or self._reconnector.done():
+            self._reconnector = asyncio.create_task(self._reconnect(), name="bus-reconnect")
+
+    async def _reconnect(self) -> None:
+        attempt = 0
+        while not self._closing:
+            await asyncio.sleep(reconnect_delay_s(attempt))
+            attempt += 1
+            try:
+                async with self._lock:
+                    if self._closing:
+                        return
+                    await self._open()
+            except (TimeoutError, OSError, AMQPError, RuntimeError) as exc:
+                if attempt == 1 or attempt % 10 == 0:
+                    log.info("broker still unreachable (%s); retrying", exc)
+                continue
+            self.reconnects += 1
+            log.info(
+                "reconnected to the broker; consuming %d queues again",
+                sum(not s.cancelled for s in self._subscriptions),
+            )
+            return
 
     async def _channel(self) -> AbstractChannel:
+        if not self.is_connected or self._connection is None:
+            raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
         if self._publish_channel is None or self._publish_channel.is_closed:
             try:
                 self._publish_channel = await self._connection.channel(publisher_confirms=True)
-            except (AMQPError, ConnectionError, RuntimeError) as exc:
-                raise Unavailable(
-                    f"message broker unavailable: {exc}", self._retry_after_s
-                ) from exc
+            except CHANNEL_GONE as exc:
+                raise self._unavailable(exc) from exc
         return self._publish_channel
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
-        if self._reply_queue is None:
-            channel = await self._connection.channel()
-            self._reply_queue = await channel.declare_queue(exclusive=True, auto_delete=True)
-            await self._reply_queue.consume(self._on_reply, no_ack=True)
+        if self._reply_queue is None or self._reply_queue.channel.is_closed:
+            if not self.is_connected or self._connection is None:
+                raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+            try:
+                channel = await self._connection.channel()
+                queue = await channel.declare_queue(exclusive=True, auto_delete=True)
+                await queue.consume(self._on_reply, no_ack=True)
+            except CHANNEL_GONE as exc:
+                raise self._unavailable(exc) from exc
+            self._reply_queue = queue
         return self._reply_queue
 
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         future = self._pending.get(message.correlation_id or "")
         if future is not None and not future.done():
             future.set_result(message)
+
+    def _unavailable(self, exc: BaseException | None) -> Unavailable:
+        return Unavailable(f"message broker unavailable: {exc}", self._retry_after_s)
+
+
+async def _declare(channel: AbstractChannel, spec: QueueSpec) -> AbstractQueue:
+    return await channel.declare_queue(spec.name, durable=spec.durable, arguments=spec.arguments)
 
 
 class _Empty(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from redis import exceptions as redis_errors
+
 
 class BraidError(Exception):
     """A failure with a message a client may read. `status` is its HTTP meaning."""
@@ -19,6 +21,13 @@ class InvalidInput(BraidError):
 
 class NotFound(BraidError):
     status = 404
+
+
+class CollectionNotFound(NotFound):
+    """The one answer for a collection that does not exist (API.md §1)."""
+
+    def __init__(self, message: str = "Configuration not found") -> None:
+        super().__init__(message)
 
 
 class Conflict(BraidError):
@@ -45,6 +54,28 @@ class RpcTimeout(BraidError):
 
 class InternalError(BraidError):
     status = 500
+
+
+# What a lost dependency raises: a Redis or socket failure means "retry later", not a bug.
+DEPENDENCY_DOWN: tuple[type[BaseException], ...] = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.BusyLoadingError,
+    redis_errors.ReadOnlyError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+def dependency_error(exc: BaseException, retry_after_s: int = 2) -> Unavailable | None:
+    """The 503 for an exception that means a dependency (Redis, a socket) is down, else None."""
+    if isinstance(exc, Unavailable):
+        return exc
+    if isinstance(exc, DEPENDENCY_DOWN):
+        return Unavailable(
+            f"a dependency is unavailable ({type(exc).__name__}); retry later", retry_after_s
+        )
+    return None
 
 
 _BY_STATUS: dict[int, type[BraidError]] = {

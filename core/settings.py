@@ -19,6 +19,10 @@ class Settings(BaseSettings):
     host: str = "0.0.0.0"
     port: int = 8234
     log_level: str = "info"
+    # api processes sharing the port (SO_REUSEPORT): one dying drops only its own requests.
+    api_processes: int = Field(2, ge=1)
+    header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers, in full
+    body_timeout_s: float = Field(30.0, gt=0)  # each chunk of a request body
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
     redis_url: str = "redis://127.0.0.1:6379/0"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -14,6 +13,7 @@ from redis.exceptions import RedisError
 from core.bus import Bus
 from core.enums import EmbedKind, EncoderRole
 from core.holders import HEARTBEAT_S, EncoderRecord
+from core.lifecycle import Periodic
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys, embed_queue, encoder_queue, holder_queue
 from core.settings import Settings
@@ -66,8 +66,7 @@ class Heartbeat:
         self._index = index
         self._role = role
         self._models = models
-        self._interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("encoder heartbeat", interval_s, self.beat)
 
     def record(self) -> EncoderRecord:
         return EncoderRecord(
@@ -79,8 +78,7 @@ class Heartbeat:
         )
 
     async def start(self) -> None:
-        await self.beat()
-        self._task = asyncio.create_task(self._loop(), name="encoder-heartbeat")
+        self._loop.start()  # its first tick beats at once
 
     async def beat(self) -> None:
         """A missed beat is only logged: the record ages and callers route around it."""
@@ -92,15 +90,8 @@ class Heartbeat:
             log.warning("could not write the encoder heartbeat: %s", exc)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._loop.stop()
         try:
             await self._redis.hdel(RedisKeys.encoders(), str(self._index))
         except (RedisError, OSError) as exc:
             log.warning("could not withdraw the encoder heartbeat: %s", exc)
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            await self.beat()

@@ -7,14 +7,14 @@ import logging
 import time
 
 from aio_pika.abc import AbstractIncomingMessage
-from aiormq.exceptions import AMQPError
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
-from core.bus import Bus
+from core.bus import Bus, settle
 from core.enums import EmbedOutput, EncoderRole
 from core.errors import BraidError, InvalidInput
 from core.messages import EmbedReply, EmbedRequest
+from core.redis_client import connect_redis
 from core.settings import Settings
 from core.topology import encoder_queue_spec, topology
 from core.vectors import SparseVector
@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 # Deliveries in flight per queue: enough that concurrent requests meet in one batch.
 PREFETCH = 64
-# After in-flight requests had their bound, what is left in the batcher gets this long.
+# A stop gives requests in flight this long, then what is left in the batcher BATCHER_DRAIN_S:
+# together well inside the process's stop bound (core.lifecycle).
+DRAIN_S = 4.0
 BATCHER_DRAIN_S = 2.0
 
 
@@ -39,6 +41,7 @@ class EncoderService:
         self.role = role_of(settings)
         self.index = settings.encoder_index
         self._bus = bus
+        self._redis = redis
         self._registry = ModelRegistry(settings)
         self._forwarder = Forwarder(bus, settings.rpc_timeout_s)
         self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
@@ -55,6 +58,12 @@ class EncoderService:
         )
         self._in_flight: set[asyncio.Task[None]] = set()
         self._draining = False
+
+    @classmethod
+    async def open(cls, settings: Settings) -> EncoderService:
+        bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
+        redis = await connect_redis(settings.redis_url)
+        return cls(settings, bus, redis)
 
     async def start(self) -> None:
         await self._bus.declare(
@@ -84,9 +93,11 @@ class EncoderService:
         log.info("encoder %d consuming %s", self.index, ", ".join(consumed_queues(self.settings)))
         await self._heartbeat.start()  # announced only once it consumes: callers may skip routers
 
-    async def close(self, drain_s: float = 5.0) -> None:
-        """Stop taking work, let in-flight requests finish within `drain_s`, flush stats."""
+    async def close(self, drain_s: float = DRAIN_S) -> None:
+        """Stop taking work, let in-flight requests finish within `drain_s`, flush stats, and
+        close the connections (the broker requeues what is left unacked)."""
         self._draining = True
+        await self._bus.cancel_consumers()
         await self._heartbeat.close()
         if self._in_flight:
             log.info("draining %d in-flight requests (up to %.1f s)", len(self._in_flight), drain_s)
@@ -95,6 +106,8 @@ class EncoderService:
                 task.cancel()
         await self._batcher.close()
         await self._stats.close()
+        await self._bus.close()
+        await self._redis.aclose()
 
     async def answer(self, request: EmbedRequest, started: float) -> EmbedReply:
         if self.role is EncoderRole.MODEL_HOLDER:
@@ -148,16 +161,9 @@ class EncoderService:
             self._stats.error()
         try:
             await self._bus.reply(message, result)
-        except (BraidError, AMQPError, RuntimeError) as exc:
+        except BraidError as exc:  # the broker connection dropped: the caller got a 503
             log.warning("could not reply to an embed request: %s", exc)
-        await self._ack(message)
-
-    @staticmethod
-    async def _ack(message: AbstractIncomingMessage) -> None:
-        try:
-            await message.ack()
-        except (AMQPError, RuntimeError) as exc:  # channel gone: the broker redelivers it
-            log.warning("could not ack an embed request: %s", exc)
+        await settle(message)
 
     async def _result(
         self, message: AbstractIncomingMessage, started: float

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import Counter
@@ -13,6 +12,7 @@ from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
 from core.enums import EmbedKind, EncoderRole
+from core.lifecycle import Periodic
 from core.names import RedisKeys
 
 log = logging.getLogger(__name__)
@@ -47,10 +47,9 @@ class EncoderStats:
         self._index = index
         self._role = role
         self._models = models
-        self._interval_s = interval_s
         self._counts: Counter[str] = Counter()
         self._times: dict[str, float] = dict.fromkeys(TIMERS, 0.0)
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("encoder stats", interval_s, self.flush)
 
     def served(self) -> None:
         self._counts["served"] += 1
@@ -83,12 +82,10 @@ class EncoderStats:
         """Reset the hash (it describes this process) and start the flush/heartbeat loop."""
         await self._redis.delete(self._key)
         await self._redis.hset(self._key, mapping=self._identity() | self._zeroes())
-        self._task = asyncio.create_task(self._loop(), name="encoder-stats")
+        self._loop.start()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._loop.stop()
         await self.flush()
 
     async def flush(self) -> None:
@@ -110,11 +107,6 @@ class EncoderStats:
             self._counts.update(counts)
             for name, elapsed in times.items():
                 self._times[name] += elapsed
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            await self.flush()
 
     def _identity(self) -> dict[FieldT, EncodableT]:
         return {

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from core.catalog import Catalog
 from core.enums import EmbedKind, OpType, VectorType
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import CollectionNotFound, Conflict, InvalidInput
 from core.ledger import Ledger
 from core.messages import (
     Ack,
@@ -36,8 +36,6 @@ from worker.payload import public_document
 from worker.slots import store_schema
 from worker.store.protocol import CollectionExists, Store
 from worker.vectorizer import Vectorizer
-
-MISSING = "Configuration not found"
 
 
 class Admin:
@@ -140,7 +138,7 @@ class Admin:
     async def get_document(self, request: GetDocument) -> DocumentReply:
         config = await self._catalog.get(request.collection)
         if config is None:
-            raise NotFound(MISSING)
+            raise CollectionNotFound()
         points = await self._store.retrieve(
             request.collection, [request.doc_id], with_vectors=request.with_vectors
         )
@@ -159,7 +157,7 @@ class Admin:
             )
         )[doc.id]
         if outcome is Outcome.GONE:
-            raise NotFound(MISSING)
+            raise CollectionNotFound()
         if outcome is Outcome.STALE:
             raise Conflict(
                 f"Document '{doc.id}' has a stored version with an equal or newer timestamp"
@@ -177,7 +175,7 @@ class Admin:
 
     async def _require(self, name: str) -> None:
         if not await self._catalog.exists(name):
-            raise NotFound(MISSING)
+            raise CollectionNotFound()
 
 
 async def store_ok(store: Store) -> bool:

@@ -10,15 +10,13 @@ import uuid
 from typing import Any
 
 from core.catalog import Catalog
-from core.errors import InvalidInput, NotFound
+from core.errors import CollectionNotFound, InvalidInput
 from core.messages import FetchDocuments, FetchReply
 from core.schemas.collection import CollectionConfig
 from worker.filtering import point_filter
 from worker.joining import Joiner
 from worker.payload import public_document
 from worker.store.protocol import Store, StoredPoint
-
-MISSING = "Configuration not found"
 
 
 class Browser:
@@ -30,7 +28,7 @@ class Browser:
     async def fetch(self, call: FetchDocuments) -> FetchReply:
         config = await self._catalog.get(call.collection)
         if config is None:
-            raise NotFound(MISSING)
+            raise CollectionNotFound()
         request = call.request
         where = point_filter(
             config,

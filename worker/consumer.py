@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from aio_pika.abc import AbstractIncomingMessage
 
+from core.bus import channel_open, settle
 from core.enums import DocumentStatus
 from core.errors import RpcTimeout, Unavailable
 from core.ledger import Ledger
@@ -65,11 +66,13 @@ class DocumentConsumer:
             defaultdict(list)
         )
         for message in batch:
+            if not channel_open(message):
+                continue  # delivered before the broker connection dropped: it comes again
             try:
                 parsed = DocumentMessage.model_validate_json(message.body)
             except ValueError:
                 log.error("dropping unreadable document message")
-                await message.ack()
+                await settle(message)
                 continue
             by_collection[parsed.collection].append((message, parsed))
         for collection, items in by_collection.items():
@@ -81,7 +84,7 @@ class DocumentConsumer:
         live = await self._ledger.live_items(collection, [m.queue_id for _, m in items])
         dead = [(raw, m) for raw, m in items if m.queue_id not in live]
         for raw, _ in dead:
-            await raw.ack()  # cancelled by a newer delete, a purge or a dropped collection
+            await settle(raw)  # cancelled by a newer delete, a purge or a dropped collection
         items = [(raw, m) for raw, m in items if m.queue_id in live]
         if not items:
             return
@@ -117,7 +120,7 @@ class DocumentConsumer:
         self, collection: str, raw: AbstractIncomingMessage, message: DocumentMessage
     ) -> None:
         await self._ledger.finish(collection, message.queue_id, message.doc_id)
-        await raw.ack()
+        await settle(raw)
 
     async def _retry_or_fail(
         self,
@@ -139,7 +142,7 @@ class DocumentConsumer:
                 await self._ledger.restate(
                     collection, m.queue_id, DocumentStatus.FAILED, reason, try_count
                 )
-                await raw.ack()
+                await settle(raw)
             else:
                 await self._ledger.restate(
                     collection, m.queue_id, DocumentStatus.REQUEUED, reason, try_count
@@ -154,10 +157,7 @@ class DocumentConsumer:
 
 async def _requeue_after(raw: AbstractIncomingMessage, delay_s: float) -> None:
     await asyncio.sleep(delay_s)
-    try:
-        await raw.nack(requeue=True)
-    except Exception:  # the channel closed meanwhile: the broker redelivers it anyway
-        log.debug("requeue after backoff failed; the broker will redeliver", exc_info=True)
+    await settle(raw, requeue=True)  # if the channel closed meanwhile, the broker redelivers it
 
 
 def _write(message: DocumentMessage) -> Write:

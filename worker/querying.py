@@ -11,7 +11,7 @@ from typing import Any
 
 from core.catalog import Catalog
 from core.enums import VectorType
-from core.errors import InvalidInput, NotFound
+from core.errors import CollectionNotFound, InvalidInput
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
 from worker.facets import cap_groups, facet_counts, group_value
@@ -125,7 +125,7 @@ class Searcher:
         started = time.perf_counter()
         config = await self._catalog.get(collection)
         if config is None:
-            raise NotFound("Configuration not found")
+            raise CollectionNotFound()
         arms = plan_arms(config, query)
         where = point_filter(
             config, query.metadata_filter, query.document_tags, query.document_tags_match_all

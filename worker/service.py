@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
+from core.lifecycle import Periodic
 from core.messages import SearchRequest, WorkerCall
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys
 from core.redis_client import connect_redis
@@ -33,6 +36,9 @@ from worker.vectorizer import Vectorizer
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 2.0
 HEARTBEAT_TTL_S = 10
+# Within the process's stop bound (core.lifecycle): the batch in hand, then RPCs in flight.
+FINISH_BATCH_S = 3.0
+FINISH_RPCS_S = 1.5
 
 
 class WorkerService:
@@ -54,16 +60,18 @@ class WorkerService:
             settings.worker_batch_wait_ms / 1000,
             settings.max_tries,
         )
+        self._consuming: asyncio.Task[None] | None = None
+        self._heartbeat = Periodic("worker heartbeat", HEARTBEAT_S, self._beat)
 
     @classmethod
-    async def start(cls, settings: Settings) -> WorkerService:
+    async def open(cls, settings: Settings) -> WorkerService:
         redis = await connect_redis(settings.redis_url)
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
         await bus.declare(topology(settings))
         store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
         return cls(settings, bus, redis, store)
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def start(self) -> None:
         await self._bus.serve(SEARCH_QUEUE, SearchRequest, self._search, concurrency=32)
         await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._admin.handle, concurrency=16)
         await self._bus.consume(
@@ -71,31 +79,36 @@ class WorkerService:
             self._consumer.on_message,
             prefetch=self._settings.worker_batch_size * 2,
         )
-        tasks = [asyncio.create_task(self._consumer.run()), asyncio.create_task(self._heartbeat())]
-        log.info("worker ready")
-        await stop.wait()
-        self._consumer.stop()
-        await asyncio.wait(tasks, timeout=15)
-        for task in tasks:
-            task.cancel()
+        self._consuming = asyncio.create_task(self._consumer.run(), name="document-consumer")
+        self._heartbeat.start()
 
     async def close(self) -> None:
+        """Stop taking work, finish the batch in hand and the RPCs in flight (each bounded),
+        then close the bus (the broker requeues whatever is unacked) and the store."""
+        await self._bus.cancel_consumers()
+        self._consumer.stop()
+        if self._consuming is not None:
+            done, _ = await asyncio.wait([self._consuming], timeout=FINISH_BATCH_S)
+            if not done:
+                log.warning("the batch in hand did not finish in time; the broker requeues it")
+                self._consuming.cancel()
+                await asyncio.wait([self._consuming])
+        await self._bus.drain_handlers(FINISH_RPCS_S)
+        await self._heartbeat.stop()
         await self._bus.close()
         await self._store.close()
+        with contextlib.suppress(RedisError, OSError):  # readiness stops counting on us at once
+            await self._redis.delete(RedisKeys.heartbeat("worker"))
         await self._redis.aclose()
 
     async def _search(self, request: SearchRequest) -> SearchResponse:
         return await self._searcher.search(request.collection, request.query)
 
-    async def _heartbeat(self) -> None:
-        while True:
-            state = {
-                "ts": time.time(),
-                "store": await store_ok(self._store),
-                "index": True,
-                "query": True,
-            }
-            await self._redis.set(
-                RedisKeys.heartbeat("worker"), json.dumps(state), ex=HEARTBEAT_TTL_S
-            )
-            await asyncio.sleep(HEARTBEAT_S)
+    async def _beat(self) -> None:
+        """What readiness reads: whether the store answers and the broker is connected."""
+        state = {
+            "ts": time.time(),
+            "store": await store_ok(self._store),
+            "broker": self._bus.is_connected,
+        }
+        await self._redis.set(RedisKeys.heartbeat("worker"), json.dumps(state), ex=HEARTBEAT_TTL_S)

@@ -7,14 +7,13 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from app.context import ApiContext
-from core.errors import NotFound
+from core.errors import CollectionNotFound
 from core.messages import SearchRequest, WorkerCall, WorkerRequest
 from core.names import SEARCH_QUEUE, WORKER_RPC_QUEUE
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 
 Reply = TypeVar("Reply", bound=BaseModel)
-MISSING = "Configuration not found"
 
 
 async def call_worker(ctx: ApiContext, request: WorkerRequest, reply_type: type[Reply]) -> Reply:
@@ -26,7 +25,7 @@ async def call_worker(ctx: ApiContext, request: WorkerRequest, reply_type: type[
 async def require_collection(ctx: ApiContext, name: str) -> CollectionConfig:
     config = await ctx.catalog.get(name)
     if config is None:
-        raise NotFound(MISSING)
+        raise CollectionNotFound()
     return config
 
 

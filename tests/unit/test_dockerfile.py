@@ -183,6 +183,7 @@ def server_options(monkeypatch: pytest.MonkeyPatch, data: Path, **env: str) -> S
     defaults = {
         "BRAID_DATA_DIR": str(data),
         "BRAID_ENCODERS": "2",
+        "BRAID_API_PROCESSES": "2",
         "BRAID_START_RABBITMQ": "true",
         "BRAID_START_REDIS": "true",
         "BRAID_START_QDRANT": "false",
@@ -199,14 +200,17 @@ def server_options(monkeypatch: pytest.MonkeyPatch, data: Path, **env: str) -> S
 def test_supervisord_conf_parses_with_encoders_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    options = server_options(monkeypatch, tmp_path, BRAID_ENCODERS="3")
+    options = server_options(monkeypatch, tmp_path, BRAID_ENCODERS="3", BRAID_API_PROCESSES="3")
     groups = {group.name: group for group in options.process_group_configs}
     assert set(groups) == set(PYTHON_COMMANDS) | set(BUNDLED)
     encoders = groups["encoder"].process_configs
     assert [p.name for p in encoders] == ["encoder-1", "encoder-2", "encoder-3"]
     assert [p.environment["BRAID_ENCODER_INDEX"] for p in encoders] == ["1", "2", "3"]
     assert encoders[2].stdout_logfile == str(tmp_path / "logs" / "encoder-3.log")
-    api = groups["api"].process_configs[0]
+    apis = groups["api"].process_configs
+    assert [p.name for p in apis] == ["api-1", "api-2", "api-3"]
+    assert apis[1].stdout_logfile == str(tmp_path / "logs" / "api-2.log")
+    api = apis[0]
     assert api.directory == str(REPO)
     assert api.autorestart is RestartUnconditionally
     assert api.stopasgroup and api.killasgroup

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.enums import DenseDistance
+from core.errors import CollectionNotFound
 from core.filters import Expr
 from core.vectors import SparseVector
 
@@ -95,8 +96,12 @@ class StoreError(Exception):
     """A store operation failed (the backend's own error is chained)."""
 
 
-class CollectionMissing(StoreError):
-    pass
+class CollectionMissing(StoreError, CollectionNotFound):
+    """The collection is not in the store (dropped meanwhile): a 404 to the client."""
+
+    def __init__(self, name: str) -> None:
+        CollectionNotFound.__init__(self)
+        self.collection = name
 
 
 class CollectionExists(StoreError):

@@ -1,0 +1,89 @@
+"""Readiness from the real state: the broker, the queues' consumers, the store, a model holder.
+
+API.md: 200 when everything is ready; 218 when the store and the broker are up but only one of
+indexing and querying can work; 503 otherwise. Nothing here is assumed: the worker's heartbeat
+says whether the store answered (and expires when the worker stops), the broker says who consumes
+each queue, and the encoder registry says whether a model holder is alive.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from redis.exceptions import RedisError
+
+from app.context import ApiContext
+from core.bus import QueueState
+from core.enums import EmbedKind
+from core.holders import live_holders, parse_registry
+from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys, holder_queue
+
+# Queues that must have a consumer for each side to work.
+INDEX_QUEUES = (DOCUMENTS_QUEUE, WORKER_RPC_QUEUE, holder_queue(EmbedKind.DOCUMENT))
+QUERY_QUEUES = (SEARCH_QUEUE, holder_queue(EmbedKind.QUERY))
+WORKER_BEAT_MAX_AGE_S = 10.0
+
+
+class ReadyResponse(BaseModel):
+    database: bool
+    rabbitmq: bool
+    index: bool
+    query: bool
+    ready: bool
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the api saw of the stack at one moment."""
+
+    broker_connected: bool
+    worker_beat: Mapping[str, Any] | None  # the worker's last heartbeat, None when expired
+    queues: Mapping[str, QueueState | None]
+    holder_alive: bool
+    now: float
+
+
+def judge(seen: Observed) -> tuple[ReadyResponse, int]:
+    """The readiness answer and its HTTP status."""
+    beat = seen.worker_beat or {}
+    fresh = seen.now - float(beat.get("ts", 0.0)) <= WORKER_BEAT_MAX_AGE_S
+    database = fresh and bool(beat.get("store"))
+
+    def consumed(queues: tuple[str, ...]) -> bool:
+        states = [seen.queues.get(q) for q in queues]
+        return all(s is not None and s.consumers > 0 for s in states)
+
+    rabbitmq = seen.broker_connected
+    index = database and rabbitmq and seen.holder_alive and consumed(INDEX_QUEUES)
+    query = database and rabbitmq and seen.holder_alive and consumed(QUERY_QUEUES)
+    state = ReadyResponse(
+        database=database, rabbitmq=rabbitmq, index=index, query=query, ready=index and query
+    )
+    if state.ready:
+        return state, 200
+    if database and rabbitmq and (index or query):
+        return state, 218
+    return state, 503
+
+
+async def observe(ctx: ApiContext) -> Observed:
+    now = time.time()
+    queues = await ctx.bus.queue_states([*INDEX_QUEUES, *QUERY_QUEUES])
+    try:
+        raw_beat = await ctx.redis.get(RedisKeys.heartbeat("worker"))
+        registry = await ctx.redis.hgetall(RedisKeys.encoders())
+    except (RedisError, OSError):  # Redis down: no heartbeat can be read, nothing is ready
+        raw_beat, registry = None, {}
+    holders = live_holders(parse_registry(registry), now)
+    return Observed(
+        broker_connected=ctx.bus.is_connected,
+        worker_beat=json.loads(raw_beat) if raw_beat else None,
+        queues=queues,
+        holder_alive=bool(holders),
+        now=now,
+    )
