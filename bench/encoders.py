@@ -28,7 +28,7 @@ from core.enums import EmbedKind, EncoderBackend
 from core.errors import BraidError
 from core.names import encoder_queue, holder_queue
 from core.settings import Settings
-from tests.integration.stack import Stack, StackError
+from harness.stack import Stack, StackError
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 N = 2  # encoder processes in every stack here

@@ -41,7 +41,7 @@ from bench import procs, verify, workload
 from bench.report import Report
 from core.bus import Bus
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
-from tests.integration.stack import REPO_ROOT, Stack, free_ports
+from harness.stack import REPO_ROOT, Stack, free_ports
 
 COLLECTION = "load"
 OUT_DIR = REPO_ROOT / "docs" / "load"

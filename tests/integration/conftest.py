@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.stack import Stack, StackFactory
+from harness.stack import Stack, StackFactory
 
 HERE = Path(__file__).resolve().parent
 

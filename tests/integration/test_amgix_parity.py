@@ -16,7 +16,7 @@ from amgix_client.models import (
     VectorConfig,
 )
 
-from tests.integration.stack import Stack
+from harness.stack import Stack
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 LATER = datetime(2026, 3, 2, tzinfo=UTC)

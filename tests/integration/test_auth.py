@@ -12,8 +12,8 @@ import pytest
 from amgix_client.exceptions import UnauthorizedException
 from amgix_client.models import CollectionConfig, Document, SearchQuery
 
+from harness.stack import Stack
 from tests.integration.helpers import doc, keyword_collection, ts
-from tests.integration.stack import Stack
 
 KEYS = {
     "admin": "adm-7f3c",

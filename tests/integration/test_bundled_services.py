@@ -11,7 +11,7 @@ import aio_pika
 import pytest
 import redis.asyncio as aioredis
 
-from tests.integration.stack import Stack, StackFactory, alive, port_open, session_pids
+from harness.stack import Stack, StackFactory, alive, port_open, session_pids
 
 # Measured from the launch of docker/entrypoint.sh; RabbitMQ needs about 6-10 s here.
 START_BUDGET_S = 60.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.integration.stack import REPO_ROOT
+from harness.stack import REPO_ROOT
 
 
 def test_the_seed_workload_runs_without_errors_and_loses_nothing() -> None:

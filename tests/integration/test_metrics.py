@@ -12,8 +12,8 @@ import amgix_client
 import httpx
 import pytest
 
+from harness.stack import Stack
 from tests.integration.helpers import create, keyword_collection, wait_until
-from tests.integration.stack import Stack
 
 SAMPLE = re.compile(r'^braid_searches\{node="api",role="api"\} (\S+)$', re.MULTILINE)
 

@@ -9,8 +9,8 @@ import uuid
 import httpx
 
 from core.schemas.document import Document
+from harness.stack import Stack
 from tests.integration.helpers import create, doc, doc_count, publish_raw_upserts, wait_until
-from tests.integration.stack import Stack
 
 
 def _vector_doc(doc_id: str, vector: list[float], seconds: float = 0) -> Document:

@@ -10,8 +10,8 @@ from importlib.metadata import version
 import amgix_client
 import httpx
 
+from harness.stack import Stack
 from tests.integration.helpers import create, keyword_collection
-from tests.integration.stack import Stack
 
 
 def test_system_info_names_the_embedded_store_and_the_broker(client: httpx.Client) -> None:

@@ -14,9 +14,9 @@ import pytest
 
 from core.enums import VectorType
 from core.lexical import LexicalParams, document_vector
+from harness.stack import StackFactory
 from tests.fixtures.tiny_mlm import build
 from tests.integration.helpers import MODEL, create, doc, search_ids, worker_metric
-from tests.integration.stack import StackFactory
 
 TINY_SPLADE = "test-org/tiny-splade"
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO_ROOT / "docker" / "entrypoint.sh"
 SUPERVISORD_CONF = REPO_ROOT / "supervisord.conf"
 READY_PATH = "/v1/health/ready"

@@ -1,0 +1,1 @@
+"""Test and benchmark harness: runs the whole Braid stack the way users do, on free ports."""
