@@ -74,6 +74,7 @@ class EdgeStore:
         self._min_changes = optimize_min_changes
         self._growth = optimize_growth
         self._maintenance: set[asyncio.Task[None]] = set()
+        self.opened_cleanly = True  # set by `open`: whether the last owner closed it cleanly
 
     @classmethod
     async def open(
@@ -83,11 +84,17 @@ class EdgeStore:
         root.mkdir(parents=True, exist_ok=True)
         lock = folder.take_lock(root)
         try:
+            clean = folder.take_clean_mark(root)
+            if not clean:
+                log.warning("the store was not closed cleanly: the engine replays its logs")
             shards = await asyncio.to_thread(_load_all, root)
         except BaseException:
             lock.close()
             raise
-        return cls(root, lock, shards, optimize_min_changes, optimize_growth)
+        store = cls(root, lock, shards, optimize_min_changes, optimize_growth)
+        store.opened_cleanly = clean
+        log.info("store opened (%d collections, closed cleanly last time: %s)", len(shards), clean)
+        return store
 
     async def create_collection(self, name: str, schema: CollectionSchema) -> None:
         if not _NAME.fullmatch(name):
@@ -250,7 +257,9 @@ class EdgeStore:
                     shard.closed = True
                     await _in_thread(_close, shard.engine)
             self._shards.clear()
+            await asyncio.to_thread(folder.mark_closed_cleanly, self._root)
             self._lock.close()
+        log.info("store closed cleanly")
 
     def _due(self, shard: _Shard) -> bool:
         grown = shard.changed >= max(self._min_changes, self._growth * shard.base)

@@ -25,6 +25,7 @@ from worker.store.conditions import index_fields
 from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot, StoreError, StoreLocked
 
 LOCK_FILE = ".lock"
+CLEAN_FILE = ".closed-cleanly"  # written by a clean close, taken away at open
 SCHEMA_FILE = "braid_schema.json"
 _FRESH = ".fresh-"
 _TRASH = ".trash-"
@@ -58,6 +59,22 @@ def take_lock(root: Path) -> IO[str]:
     handle.write(f"{os.getpid()}\n")  # for whoever wonders who holds it
     handle.flush()
     return handle
+
+
+def mark_closed_cleanly(root: Path) -> None:
+    """Every shard is flushed and closed: the next open has no write-ahead log to replay."""
+    (root / CLEAN_FILE).touch()
+    _sync_dir(root)
+
+
+def take_clean_mark(root: Path) -> bool:
+    """Whether the last owner closed the folder cleanly (a new folder counts as clean); the
+    mark is removed, so a crash from now on is seen at the next open."""
+    mark = root / CLEAN_FILE
+    if mark.exists():
+        mark.unlink()
+        return True
+    return not collection_dirs(root)
 
 
 def recover(root: Path) -> None:
