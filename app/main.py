@@ -16,6 +16,7 @@ from app.metrics_sampler import ApiStats, ApiStatsMiddleware, MetricsSampler
 from app.metrics_store import MetricsStore
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
 from app.routes import collections, documents, health, metrics, search, system
+from app.shutdown import CancelledAs503
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
@@ -53,6 +54,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ApiStatsMiddleware, stats=stats)
     # Added last, so outermost: a too-large body is refused before anything reads it.
     app.add_middleware(RequestLimits, body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(CancelledAs503)
     install_error_handlers(app)
     for module in (health, system, collections, documents, search, metrics, dashboard):
         app.include_router(module.router)

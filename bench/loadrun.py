@@ -11,7 +11,7 @@ separate process and drives it through Locust's web API: for each user count ram
 the statistics, measure for a fixed window. Levels grow by 1.5× until search p50 reaches 100 ms or
 the document queue grows; the last level under both limits is the knee. Then 5× the knee's users for
 10 minutes, back down to the knee, and time the recovery. Last, it waits for the queue to drain and
-checks every document against the acknowledged writes (bench/verify.py).
+checks every document against the acknowledged writes (harness/verify.py).
 
 Results: a section under "Runs of bench/load" in docs/benchmarks.md, and CSV and PNG files in
 docs/load/. Everything on one machine: the load generator's CPU is reported beside Braid's.
@@ -37,10 +37,11 @@ from typing import Any
 
 import httpx
 
-from bench import procs, verify, workload
+from bench import procs, workload
 from bench.report import Report
 from core.bus import Bus
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
+from harness import verify
 from harness.stack import REPO_ROOT, Stack, free_ports
 
 COLLECTION = "load"

@@ -154,7 +154,27 @@ class Stack:
 
     def start(self, timeout: float = 180.0, wait_ready: bool = True) -> Stack:
         if self._proc is not None:
-            raise StackError("a Stack starts once; make a new one")
+            raise StackError("a Stack starts once; make a new one (or restart it)")
+        self._launch()
+        atexit.register(self.stop)
+        if wait_ready:
+            try:
+                self.wait_ready(timeout)
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def restart(self, timeout: float = 180.0) -> None:
+        """Stop every process as `docker stop` would (SIGTERM to supervisord), keep the data
+        folder and the ports, start the whole stack again and wait until it is ready."""
+        if self._proc is None or self._stopped:
+            raise StackError("the stack is not running")
+        self._terminate(30.0)
+        self._launch()
+        self.wait_ready(timeout)
+
+    def _launch(self) -> None:
         logs = self._data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         with open(logs / "entrypoint.log", "ab") as out:
@@ -169,14 +189,6 @@ class Stack:
                 preexec_fn=_die_with_parent,
             )
         self.started_at = time.monotonic()
-        atexit.register(self.stop)
-        if wait_ready:
-            try:
-                self.wait_ready(timeout)
-            except BaseException:
-                self.stop()
-                raise
-        return self
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Poll GET /v1/health/ready until it answers 200."""
@@ -213,6 +225,13 @@ class Stack:
             return
         self._stopped = True
         atexit.unregister(self.stop)
+        self._terminate(timeout)
+        if not os.environ.get(KEEP_DATA_ENV):
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+
+    def _terminate(self, timeout: float) -> None:
+        """SIGTERM supervisord, wait `timeout`, then SIGKILL whatever is left of its session."""
+        assert self._proc is not None
         sid = self._proc.pid
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
@@ -227,8 +246,6 @@ class Stack:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(5)
         self._wait_session_gone(sid, 10.0)
-        if not os.environ.get(KEEP_DATA_ENV):
-            shutil.rmtree(self._data_dir, ignore_errors=True)
 
     def _wait_session_gone(self, sid: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -10,13 +10,14 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from core.bus import channel_open, settle
 from core.enums import DocumentStatus
-from core.errors import RpcTimeout, Unavailable
+from core.errors import RpcTimeout, dependency_error
 from core.ledger import Ledger
 from core.messages import DocumentMessage
 from core.retry import backoff_s, should_give_up
 from worker.indexing import Indexer, Write
 
 log = logging.getLogger(__name__)
+REQUEUE_AFTER_FAILURE_S = 1.0
 
 
 class DocumentConsumer:
@@ -41,8 +42,15 @@ class DocumentConsumer:
     async def run(self) -> None:
         while not self._stopping.is_set():
             batch = await self._next_batch()
-            if batch:
+            if not batch:
+                continue
+            try:
                 await self._process(batch)
+            except Exception as exc:  # bookkeeping failed (Redis down): the batch comes back
+                log.warning("a batch of %d could not be processed (%s); requeued", len(batch), exc)
+                for message in batch:
+                    if not message.processed:
+                        self._later(message, REQUEUE_AFTER_FAILURE_S)
 
     async def _next_batch(self) -> list[AbstractIncomingMessage]:
         try:
@@ -166,7 +174,7 @@ def _write(message: DocumentMessage) -> Write:
 
 def _transient(exc: Exception) -> bool:
     """A dependency is down or slow: the whole batch waits; nothing is wrong with a document."""
-    return isinstance(exc, Unavailable | RpcTimeout | ConnectionError | TimeoutError)
+    return isinstance(exc, RpcTimeout) or dependency_error(exc) is not None
 
 
 def _reason(exc: Exception) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.verify import Write, read_oplog, verify
+from harness.verify import Write, read_oplog, verify
 
 OLD = "2026-01-01T00:00:00Z"
 T1 = "2026-11-21T10:00:00.000001Z"

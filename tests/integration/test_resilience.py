@@ -1,0 +1,139 @@
+"""Dependencies that go away and come back: readiness tells the truth, clients get 503 with
+Retry-After, everything recovers by itself; stops are clean; requests are bounded."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from pathlib import Path
+
+import httpx
+
+from harness.stack import Stack, StackFactory
+from tests.integration.helpers import (
+    create,
+    doc,
+    doc_count,
+    hybrid_collection,
+    keyword_collection,
+    search_ids,
+    wait_until,
+)
+
+SERVING = ("worker", "encoder:encoder-1", "encoder:encoder-2", "api:api-1", "api:api-2")
+
+
+def _ready(client: httpx.Client) -> int:
+    return client.get("/v1/health/ready").status_code
+
+
+def test_after_a_broker_kill_every_consumer_comes_back_by_itself(make_stack: StackFactory) -> None:
+    stack = make_stack()
+    client = httpx.Client(base_url=stack.base_url, timeout=60)
+    create(client, "broker", hybrid_collection())
+    pids = {program: stack.pid(program) for program in SERVING}
+    old = stack.kill9("rabbitmq")
+    # Consumers are gone with the broker: readiness must not claim otherwise.
+    assert _ready(client) != 200
+    stack.wait_restarted("rabbitmq", old)
+    wait_until(lambda: _ready(client) == 200, timeout=90, interval=0.5)
+    accepted = client.post("/v1/collections/broker/documents", json=doc("a", "pepper harbor"))
+    assert accepted.status_code == 200, accepted.text
+    wait_until(lambda: doc_count(client, "broker") == 1, timeout=90)
+    for vector in ("kw", "dense"):
+        options = {"vector_options": [{"vector_name": vector}]}
+        assert search_ids(client, "broker", "pepper harbor", **options) == ["a"]
+    # Nothing was restarted by hand, and supervisord had no reason to restart anything either.
+    assert {program: stack.pid(program) for program in SERVING} == pids
+    client.close()
+
+
+def test_a_stopped_worker_makes_readiness_503_until_it_is_back(
+    stack: Stack, client: httpx.Client
+) -> None:
+    stack.ctl("stop", "worker")
+    try:
+        answer = client.get("/v1/health/ready")
+        assert answer.status_code == 503
+        assert answer.json()["index"] is False and answer.json()["query"] is False
+    finally:
+        stack.ctl("start", "worker")
+    wait_until(lambda: _ready(client) == 200, timeout=90, interval=0.5)
+
+
+def test_redis_down_answers_503_with_retry_after_then_recovers(
+    stack: Stack, client: httpx.Client
+) -> None:
+    name = f"redis{uuid.uuid4().hex[:6]}"
+    create(client, name, keyword_collection())
+    stack.ctl("stop", "redis")
+    try:
+        answers = [
+            client.post(f"/v1/collections/{name}/documents", json=doc("r", "lantern")),
+            client.post(f"/v1/collections/{name}/search", json={"query": "lantern"}),
+            client.get(f"/v1/collections/{name}/stats"),
+        ]
+        for answer in answers:
+            assert answer.status_code == 503, answer.text
+            assert int(answer.headers["Retry-After"]) >= 1
+        assert _ready(client) == 503
+    finally:
+        stack.ctl("start", "redis")
+    wait_until(lambda: _ready(client) == 200, timeout=90, interval=0.5)
+    accepted = client.post(f"/v1/collections/{name}/documents", json=doc("r", "lantern"))
+    assert accepted.status_code == 200, accepted.text
+    wait_until(lambda: doc_count(client, name) == 1, timeout=90)
+
+
+def test_a_worker_stop_is_clean_and_the_next_start_needs_no_recovery(
+    stack: Stack, client: httpx.Client
+) -> None:
+    stack.ctl("stop", "worker")
+    stack.ctl("start", "worker")
+    wait_until(lambda: _ready(client) == 200, timeout=90, interval=0.5)
+    # It exited by itself after closing the store, not by supervisord's SIGKILL.
+    assert "stopped: worker (exit status 0)" in stack.logs("supervisord")
+    log = stack.logs("worker")
+    assert "store closed cleanly" in log
+    assert log.rsplit("store opened", 1)[1].split("\n", 1)[0].endswith("last time: True)")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_a_100_mb_body_is_refused_unread_and_never_echoed(stack: Stack) -> None:
+    apis = [stack.pid("api:api-1"), stack.pid("api:api-2")]
+    before = sum(_rss_kib(pid) for pid in apis)
+    port = int(stack.env["BRAID_PORT"])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        head = (
+            "POST /v1/collections/any/documents/bulk HTTP/1.1\r\nHost: x\r\n"
+            "Content-Type: application/json\r\nContent-Length: 104857600\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"documents": [' + b" " * 65536)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"32 MiB" in answer and len(answer) < 2000
+    assert sum(_rss_kib(pid) for pid in apis) - before < 50 * 1024
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(stack: Stack) -> None:
+    port = int(stack.env["BRAID_PORT"])
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(20)]
+    try:
+        for sock in socks:
+            sock.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n")  # and nothing more
+        for sock in socks:
+            answer = b""
+            while chunk := sock.recv(4096):  # returns b"" once the server closes
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408")
+    finally:
+        for sock in socks:
+            sock.close()
