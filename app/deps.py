@@ -8,7 +8,7 @@ from fastapi import Depends, Path, Request
 from fastapi.exceptions import RequestValidationError
 
 from app.context import ApiContext
-from core.schemas.common import check_name
+from core.schemas.common import DOCUMENT_ID_SCHEMA, NAME_SCHEMA, check_name
 
 
 def get_context(request: Request) -> ApiContext:
@@ -25,11 +25,15 @@ def _valid(value: str, loc: str) -> str:
         ) from exc
 
 
-def collection_name(collection_name: Annotated[str, Path()]) -> str:
+def collection_name(
+    collection_name: Annotated[str, Path(json_schema_extra=NAME_SCHEMA)],
+) -> str:
     return _valid(collection_name, "collection_name")
 
 
-def document_id(document_id: Annotated[str, Path()]) -> str:
+def document_id(
+    document_id: Annotated[str, Path(json_schema_extra=DOCUMENT_ID_SCHEMA)],
+) -> str:
     return _valid(document_id.strip(), "document_id")
 
 

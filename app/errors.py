@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -53,7 +54,24 @@ async def http_error(request: Request, exc: Exception) -> Response:
                 }
             ]
         )
+    if exc.status_code == 405:
+        return await http_exception_handler(request, _with_every_allowed_method(request, exc))
     return await http_exception_handler(request, exc)
+
+
+def _with_every_allowed_method(request: Request, exc: HTTPException) -> HTTPException:
+    """Starlette's 405 lists the methods of the first route on the path; list every method
+    /openapi.json documents for it, a concrete path before a templated one (as OpenAPI reads)."""
+    path = request.url.path
+    matching = [
+        (template.count("{"), {method.upper() for method in operations})
+        for template, operations in request.app.openapi().get("paths", {}).items()
+        if re.fullmatch(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)), path)
+    ]
+    fewest = min((params for params, _ in matching), default=0)
+    methods = set().union(*(found for params, found in matching if params == fewest))
+    allow = ", ".join(sorted(methods))
+    return HTTPException(405, exc.detail, {**(exc.headers or {}), "Allow": allow})
 
 
 async def dependency_down(request: Request, exc: Exception) -> JSONResponse:

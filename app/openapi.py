@@ -86,12 +86,15 @@ def _add_client_errors(method: str, operation: dict[str, Any]) -> None:
             response["content"] = error  # errors are JSON even where the answer is text
     if method.upper() != "GET":
         responses.setdefault("400", {"description": "Invalid for the collection", "content": error})
+        responses.setdefault("413", {"description": "Body over its limit", "content": error})
     if operation.get("operationId") in CONFLICTS:
         responses.setdefault("409", {"description": "Conflict", "content": error})
 
 
 def install_openapi(app: FastAPI) -> None:
-    """Build the schema once; public operations carry no security requirement."""
+    """Build the schema once. Public operations carry no security requirement, and none does
+    when no API key is configured (the api then asks for none)."""
+    secured = app.state.keys.enabled
 
     def schema() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -101,10 +104,13 @@ def install_openapi(app: FastAPI) -> None:
             for path, operations in spec.get("paths", {}).items():
                 for method, operation in operations.items():
                     _add_client_errors(method, operation)
-                    if required_role(method, path) is Role.PUBLIC:
+                    if not secured or required_role(method, path) is Role.PUBLIC:
                         operation.pop("security", None)
-                        for status in ("401", "404"):
-                            operation.get("responses", {}).pop(status, None)
+                        operation.get("responses", {}).pop("401", None)
+                    if required_role(method, path) is Role.PUBLIC:
+                        operation.get("responses", {}).pop("404", None)
+            if not secured:
+                spec.get("components", {}).pop("securitySchemes", None)
             app.openapi_schema = spec
         return app.openapi_schema
 

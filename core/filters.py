@@ -11,13 +11,13 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, NoReturn
 
 from pydantic import AfterValidator, StrictStr
 
 from core.errors import InvalidInput
+from core.metadata import EXPECTED, parse_datetime, typed_value
 from core.schemas.common import NAME_RE
 
 
@@ -63,7 +63,6 @@ Expr = Condition | AllOf | AnyOf | Negation
 MAX_DEPTH = 32
 MAX_CONDITIONS = 1000
 MAX_TEXT = 20_000
-INT64 = 2**63
 Scalar = str | int | float | bool
 
 _WIRE_OPS = {op.value: op for op in FilterOp if op is not FilterOp.IN}
@@ -355,7 +354,7 @@ def _typed_condition(condition: Condition, indexes: Mapping[str, str]) -> Condit
         if kind != "datetime":
             return condition
         # A stored value that is no datetime can match no datetime: leave it out.
-        values = (_datetime(v) for v in condition.value)
+        values = (parse_datetime(v) for v in condition.value)
         return Condition(key, op, tuple(v for v in values if v is not None))
     if kind not in _ORDERED_TYPES and op not in (FilterOp.EQ, FilterOp.NEQ):
         raise InvalidInput(
@@ -366,32 +365,9 @@ def _typed_condition(condition: Condition, indexes: Mapping[str, str]) -> Condit
 
 
 def _typed_value(key: str, kind: str, value: Any) -> Any:
-    typed: Any = None
-    if kind == "string" and isinstance(value, str):
-        typed = value
-    elif kind == "boolean" and isinstance(value, bool):
-        typed = value
-    elif kind == "integer" and isinstance(value, int) and not isinstance(value, bool):
-        typed = value if -INT64 <= value < INT64 else None
-    elif kind == "float" and isinstance(value, int | float) and not isinstance(value, bool):
-        typed = float(value) if math.isfinite(value) else None
-    elif kind == "datetime":
-        typed = _datetime(value)
+    typed = typed_value(kind, value)
     if typed is None:
-        expected = "an ISO 8601 datetime string" if kind == "datetime" else f"a {kind} value"
-        raise InvalidInput(f"metadata_filter: key '{key}' expects {expected}, got {value!r}")
+        raise InvalidInput(
+            f"metadata_filter: key '{key}' expects {EXPECTED[kind]}, got {value!r}"[:300]
+        )
     return typed
-
-
-def _datetime(value: Any) -> datetime | None:
-    """An aware datetime (naive means UTC), or None if `value` is not an ISO 8601 datetime."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    else:
-        return None
-    return parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

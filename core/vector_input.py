@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from core.enums import IndexField, VectorType
 from core.errors import InvalidInput
 from core.schemas.collection import CollectionConfig, VectorConfig
+from core.schemas.common import MAX_SPARSE_INDEX
 from core.schemas.document import Document, VectorData
 from core.vectors import DenseVector, SparseVector
 
-MAX_SPARSE_INDEX = 2**32 - 1
 TYPE_ALIASES = {"keyword": VectorType.WMTR.value}
 
 Number = float | int

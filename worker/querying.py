@@ -17,7 +17,7 @@ from core.schemas.search import SearchQuery, SearchResponse, SearchResult, Vecto
 from worker.facets import cap_groups, facet_counts, group_value
 from worker.filtering import metadata_indexes, point_filter, require_indexed
 from worker.fusion import Fused, fuse
-from worker.joining import Joiner
+from worker.joining import Joiner, join_specs
 from worker.payload import public_document
 from worker.slots import Slot, slots
 from worker.store.protocol import ArmQuery, PointFilter, Store, StoredPoint
@@ -132,6 +132,7 @@ class Searcher:
         )
         if query.group_field:
             require_indexed(config, query.group_field, "group_field")
+        join_specs(query.join)  # a bad spec is a 400 even when nothing matches
         results, facets = await self._ranked(collection, config, arms, where, query)
         if query.join and results:
             await self._joiner.attach(config, results, query.join, query.exclude or [])

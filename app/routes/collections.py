@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from app.deps import CollectionName, Context
 from app.services.worker import call_worker, require_collection
+from app.strict_json import StrictJSONRoute
 from core.messages import (
     Ack,
     CountDocuments,
@@ -19,7 +20,7 @@ from core.schemas.collection import CollectionConfig
 from core.schemas.common import OkResponse
 from core.schemas.document import QueueInfo
 
-router = APIRouter(prefix="/v1/collections", tags=["collections"])
+router = APIRouter(prefix="/v1/collections", tags=["collections"], route_class=StrictJSONRoute)
 
 
 class ExistsResponse(BaseModel):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 
 from app.deps import CollectionName, Context, DocumentIdPath
@@ -14,10 +12,11 @@ from app.services.export import export_filename, export_stream, fetch_page
 from app.services.ingest import enqueue_delete, enqueue_upserts
 from app.services.validation import check_document
 from app.services.worker import call_worker, require_collection
+from app.strict_json import StrictJSONRoute
 from core.enums import DocumentStatus
 from core.errors import NotFound
 from core.messages import Ack, DocumentReply, GetDocument, SyncDelete, SyncUpsert
-from core.schemas.common import OkResponse
+from core.schemas.common import OkResponse, UtcTimestamp
 from core.schemas.document import (
     BulkUpload,
     Document,
@@ -25,29 +24,19 @@ from core.schemas.document import (
     DocumentFetchResponse,
     DocumentStatusResponse,
     StatusEntry,
-    require_utc,
 )
 
-router = APIRouter(prefix="/v1/collections/{collection_name}/documents", tags=["documents"])
+router = APIRouter(
+    prefix="/v1/collections/{collection_name}/documents",
+    tags=["documents"],
+    route_class=StrictJSONRoute,
+)
 
 
-def _request_timestamp(value: datetime) -> datetime:
-    try:
-        return require_utc(value)
-    except ValueError as exc:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("query", "request_timestamp"),
-                    "msg": str(exc),
-                    "input": value.isoformat(),
-                }
-            ]
-        ) from exc
-
-
-RequestTimestamp = Annotated[datetime, Query(description="UTC time of the delete request")]
+RequestTimestamp = Annotated[
+    UtcTimestamp,
+    Query(description="UTC time of the delete request (ISO 8601, e.g. 2026-01-01T00:00:00Z)"),
+]
 
 
 @router.post("", response_model=OkResponse)
@@ -143,7 +132,7 @@ async def delete_document(
     request_timestamp: RequestTimestamp,
     ctx: Context,
 ) -> OkResponse:
-    await enqueue_delete(ctx, collection_name, document_id, _request_timestamp(request_timestamp))
+    await enqueue_delete(ctx, collection_name, document_id, request_timestamp)
     return OkResponse()
 
 
@@ -158,7 +147,7 @@ async def delete_document_sync(
     request = SyncDelete(
         collection=collection_name,
         doc_id=document_id,
-        timestamp=_request_timestamp(request_timestamp),
+        timestamp=request_timestamp,
     )
     await call_worker(ctx, request, Ack)
     return OkResponse()

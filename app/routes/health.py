@@ -8,10 +8,11 @@ from pydantic import BaseModel
 
 from app.deps import Context
 from app.services.readiness import ReadyResponse, judge, observe
+from app.strict_json import StrictJSONRoute
 from core.schemas.common import OkResponse
 
 VERSION = "0.1.0"
-router = APIRouter(prefix="/v1", tags=["health"])
+router = APIRouter(prefix="/v1", tags=["health"], route_class=StrictJSONRoute)
 
 
 class VersionResponse(BaseModel):

@@ -15,8 +15,9 @@ from app.deps import Context
 from app.metrics_definitions import DEFINITIONS
 from app.metrics_models import MetricDefinitionItem, Metrics, MetricTrend
 from app.metrics_store import RETAIN_S, SLOT_S, MetricsStore, slot_of
+from app.strict_json import StrictJSONRoute
 
-router = APIRouter(prefix="/v1/metrics", tags=["metrics"])
+router = APIRouter(prefix="/v1/metrics", tags=["metrics"], route_class=StrictJSONRoute)
 PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -30,7 +31,7 @@ class Resolution(IntEnum):
     S300 = 300
 
 
-Keys = Annotated[list[str] | None, Query(description="Only these metric keys; omit for all")]
+Keys = Annotated[list[str], Query(description="Only these metric keys; omit for all")]
 
 
 def _unix(value: datetime) -> float:
@@ -42,7 +43,7 @@ def _unix(value: datetime) -> float:
 async def metrics_current(
     ctx: Context,
     window: Annotated[Window, Query(description="Window in seconds: 30 or 60")] = Window.S60,
-    keys: Keys = None,
+    keys: Keys = [],  # noqa: B006 (FastAPI copies defaults per request)
 ) -> Metrics:
     store = MetricsStore(ctx.redis, ctx.settings.encoders)
     now = time.time()
@@ -67,7 +68,7 @@ async def metrics_trends(
     resolution: Annotated[Resolution, Query(description="Bucket seconds: 60 or 300")] = (
         Resolution.S60
     ),
-    keys: Keys = None,
+    keys: Keys = [],  # noqa: B006 (FastAPI copies defaults per request)
 ) -> list[MetricTrend]:
     """Counter increases per bucket, summed over nodes; history is kept 24 hours."""
     store = MetricsStore(ctx.redis, ctx.settings.encoders)

@@ -6,9 +6,12 @@ from fastapi import APIRouter
 
 from app.deps import CollectionName, Context
 from app.services.worker import search
+from app.strict_json import StrictJSONRoute
 from core.schemas.search import SearchQuery, SearchResponse
 
-router = APIRouter(prefix="/v1/collections/{collection_name}", tags=["search"])
+router = APIRouter(
+    prefix="/v1/collections/{collection_name}", tags=["search"], route_class=StrictJSONRoute
+)
 
 
 @router.post("/search", response_model=SearchResponse, response_model_exclude_none=False)

@@ -8,9 +8,10 @@ from pydantic import BaseModel, Field
 from app.deps import Context
 from app.routes.health import VERSION
 from app.services.worker import call_worker
+from app.strict_json import StrictJSONRoute
 from core.messages import SystemInfo, SystemInfoReply
 
-router = APIRouter(prefix="/v1/system", tags=["system"])
+router = APIRouter(prefix="/v1/system", tags=["system"], route_class=StrictJSONRoute)
 
 
 class SystemInfoResponse(BaseModel):

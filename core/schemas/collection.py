@@ -15,11 +15,22 @@ from pydantic import (
 )
 
 from core.enums import DenseDistance, IndexField, VectorType
-from core.schemas.common import Name, WireModel
+from core.schemas.common import (
+    INTEGRAL,
+    MAX_METADATA_INDEXES,
+    MAX_VECTORS,
+    REAL,
+    Name,
+    WireModel,
+)
 
 MetadataType = Literal["string", "integer", "float", "boolean", "datetime"]
 LANGUAGE_TYPES = frozenset({VectorType.WMTR, VectorType.FULL_TEXT, VectorType.WHITESPACE})
 ModelName = Annotated[StrictStr, Field(min_length=1, max_length=210)]
+
+
+UNIQUE = {"uniqueItems": True}  # by name or key, in fact: the validators say so
+INDEX_FIELDS_SCHEMA = {"minItems": 1, "uniqueItems": True}
 
 
 class VectorConfig(WireModel):
@@ -29,13 +40,15 @@ class VectorConfig(WireModel):
     revision: ModelName | None = None
     query_model: ModelName | None = None
     query_revision: ModelName | None = None
-    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] | None = None
-    top_k: Annotated[StrictInt, Field(ge=1, le=10_000)] = 128
-    wmtr_word_ratio: Annotated[StrictInt, Field(ge=0, le=100)] = 80
-    index_fields: list[IndexField] = Field(default_factory=lambda: [IndexField.CONTENT])
+    dimensions: Annotated[StrictInt, Field(ge=1, le=8192), INTEGRAL] | None = None
+    top_k: Annotated[StrictInt, Field(ge=1, le=10_000), INTEGRAL] = 128
+    wmtr_word_ratio: Annotated[StrictInt, Field(ge=0, le=100), INTEGRAL] = 80
+    index_fields: Annotated[list[IndexField], Field(json_schema_extra=INDEX_FIELDS_SCHEMA)] = Field(
+        default_factory=lambda: [IndexField.CONTENT]
+    )
     language_default_code: Annotated[StrictStr, Field(pattern=r"^[a-zA-Z]{2}$")] | None = "en"
     language_detect: StrictBool = False
-    language_confidence: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1)] = 0.9
+    language_confidence: Annotated[StrictFloat, Field(ge=0, le=1), REAL] = 0.9
     normalization: StrictBool | None = None
     dense_distance: DenseDistance | None = DenseDistance.COSINE
     keep_case: StrictBool = False
@@ -109,10 +122,16 @@ class MetadataIndex(WireModel):
     type: MetadataType
 
 
+Vectors = Annotated[list[VectorConfig], Field(max_length=MAX_VECTORS, json_schema_extra=UNIQUE)]
+MetadataIndexes = Annotated[
+    list[MetadataIndex], Field(max_length=MAX_METADATA_INDEXES, json_schema_extra=UNIQUE)
+]
+
+
 class CollectionConfig(WireModel):
-    vectors: list[VectorConfig] | None = Field(None, validate_default=True)
+    vectors: Vectors | None = Field(None, validate_default=True)
     store_content: StrictBool = True
-    metadata_indexes: list[MetadataIndex] | None = None
+    metadata_indexes: MetadataIndexes | None = None
 
     @field_validator("vectors", mode="after")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
@@ -11,7 +11,6 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
     field_validator,
@@ -20,21 +19,34 @@ from pydantic import (
 
 from core.enums import DocumentStatus, IndexField, OpType
 from core.filters import MetadataFilterInput
-from core.schemas.common import DocumentId, Name, WireModel, check_name
+from core.metadata import METADATA_TYPES, parse_datetime
+from core.schemas.common import (
+    INTEGRAL,
+    MAX_ARMS,
+    MAX_SPARSE_INDEX,
+    MAX_VECTOR_ENTRIES,
+    NAME_SCHEMA,
+    DocumentId,
+    MultiVectorValues,
+    Name,
+    UtcTimestamp,
+    VectorValues,
+    WireModel,
+    check_name,
+)
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 100
-METADATA_TYPES = ("string", "integer", "float", "boolean", "datetime")
+# The tag and metadata rules the validators below enforce, as /openapi.json tells them.
+Tag = Annotated[
+    StrictStr,
+    Field(json_schema_extra={"pattern": r"^\s*[^\s|]([^|]{0,98}[^\s|])?\s*$"}),
+]
+TAGS_SCHEMA = {"maxItems": MAX_TAGS, "uniqueItems": True}
+METADATA_SCHEMA = {"propertyNames": NAME_SCHEMA}
 
 
-def require_utc(value: datetime) -> datetime:
-    """Timestamps must carry a timezone, and it must be UTC (API.md §4)."""
-    offset = value.utcoffset()
-    if offset is None:
-        raise ValueError("timestamp must include a timezone (UTC, e.g. 2024-01-01T00:00:00Z)")
-    if offset != timedelta(0):
-        raise ValueError("timestamp must be in UTC (offset +00:00 or Z)")
-    return value
+SparseIndex = Annotated[StrictInt, Field(ge=0, le=MAX_SPARSE_INDEX), INTEGRAL]
 
 
 class VectorData(WireModel):
@@ -43,28 +55,28 @@ class VectorData(WireModel):
     vector_name: StrictStr
     field: IndexField
     vector_type: StrictStr | None = None
-    dense_vector: list[StrictFloat | StrictInt] | None = None
-    sparse_indices: list[StrictInt] | None = None
-    sparse_values: list[StrictFloat | StrictInt] | None = None
+    dense_vector: VectorValues | None = None
+    sparse_indices: Annotated[list[SparseIndex], Field(max_length=MAX_VECTOR_ENTRIES)] | None = None
+    sparse_values: VectorValues | None = None
 
 
 class CustomDocumentVector(WireModel):
     vector_name: Name
     field: IndexField
-    vector: list[StrictFloat | StrictInt] | list[list[StrictFloat | StrictInt]]
+    vector: VectorValues | MultiVectorValues
 
 
 class Document(WireModel):
     id: DocumentId
-    timestamp: datetime
-    tags: list[StrictStr] | None = None
+    timestamp: UtcTimestamp
+    tags: Annotated[list[Tag], Field(json_schema_extra=TAGS_SCHEMA)] | None = None
     name: Annotated[StrictStr, Field(max_length=1500)] | None = None
     description: Annotated[StrictStr, Field(max_length=3000)] | None = None
     content: Annotated[StrictStr, Field(max_length=1_000_000)] | None = None
     content_hash: StrictStr | None = None
-    metadata: dict[str, Any] | None = None
-    custom_vectors: list[CustomDocumentVector] | None = None
-    vectors: list[VectorData] | None = None
+    metadata: Annotated[dict[str, Any], Field(json_schema_extra=METADATA_SCHEMA)] | None = None
+    custom_vectors: Annotated[list[CustomDocumentVector], Field(max_length=MAX_ARMS)] | None = None
+    vectors: Annotated[list[VectorData], Field(max_length=MAX_ARMS)] | None = None
     # Metadata keys given as {"value", "type": "datetime"}: only those may fill a datetime index.
     _datetime_keys: frozenset[str] = PrivateAttr(default=frozenset())
 
@@ -84,11 +96,6 @@ class Document(WireModel):
     @property
     def datetime_keys(self) -> frozenset[str]:
         return self._datetime_keys
-
-    @field_validator("timestamp")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return require_utc(value)
 
     @field_validator("tags")
     @classmethod
@@ -137,11 +144,9 @@ def _unwrap(key: str, item: Any) -> Any:
         if kind == "datetime" and value is not None:
             if not isinstance(value, str):
                 raise ValueError(f"metadata '{key}': datetime value must be an ISO 8601 string")
-            try:
-                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise ValueError(f"metadata '{key}': invalid datetime {value!r}") from exc
-            return parsed.isoformat()
+            if parse_datetime(value) is None:
+                raise ValueError(f"metadata '{key}': invalid datetime {value!r}"[:300])
+            return datetime.fromisoformat(value).isoformat()
         return value
     return item
 
@@ -172,7 +177,7 @@ class QueueInfo(BaseModel):
 class DocumentFetchRequest(WireModel):
     """POST …/documents/fetch (API.md §4). `metadata_filter` is checked by core.filters."""
 
-    page_size: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+    page_size: Annotated[StrictInt, Field(ge=1, le=1000), INTEGRAL] = 100
     after: StrictStr | None = None
     metadata_filter: MetadataFilterInput | None = None
     document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None

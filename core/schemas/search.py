@@ -9,7 +9,6 @@ from pydantic import (
     BaseModel,
     Field,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
     field_validator,
@@ -17,10 +16,18 @@ from pydantic import (
 
 from core.enums import FusionMode, IndexField
 from core.filters import MetadataFilterInput
-from core.schemas.common import WireModel
+from core.schemas.common import (
+    INTEGRAL,
+    MAX_ARMS,
+    MAX_GROUP,
+    MAX_GROUP_FETCHES,
+    MultiVectorValues,
+    Number,
+    VectorValues,
+    WireModel,
+)
 from core.schemas.document import CustomDocumentVector, VectorData
 
-Number = StrictFloat | StrictInt
 ExcludableField = Literal["name", "description", "content", "tags", "metadata"]
 
 
@@ -33,19 +40,19 @@ class VectorSearchOption(WireModel):
 
 class CustomVector(WireModel):
     vector_name: StrictStr
-    vector: list[Number] | list[list[Number]]
+    vector: VectorValues | MultiVectorValues
 
 
 class FacetOptions(WireModel):
-    prefetch_multiplier: Annotated[StrictInt, Field(ge=1, le=10)] = 2
-    max_values: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    prefetch_multiplier: Annotated[StrictInt, Field(ge=1, le=10), INTEGRAL] = 2
+    max_values: Annotated[StrictInt, Field(ge=1, le=100), INTEGRAL] = 10
 
 
 class SearchQuery(WireModel):
     query: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
-    vector_options: list[VectorSearchOption] | None = None
-    custom_vectors: list[CustomVector] | None = None
-    limit: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    vector_options: Annotated[list[VectorSearchOption], Field(max_length=MAX_ARMS)] | None = None
+    custom_vectors: Annotated[list[CustomVector], Field(max_length=MAX_ARMS)] | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=100), INTEGRAL] = 10
     score_threshold: Number | None = None
     document_tags: Annotated[list[StrictStr], Field(max_length=50)] | None = None
     document_tags_match_all: StrictBool = False
@@ -53,8 +60,8 @@ class SearchQuery(WireModel):
     join: StrictStr | list[StrictStr] | None = None
     exclude: list[ExcludableField] | None = None
     group_field: StrictStr | None = None
-    group_max: Annotated[StrictInt, Field(ge=1)] = 3
-    group_max_fetches: Annotated[StrictInt, Field(ge=1)] = 2
+    group_max: Annotated[StrictInt, Field(ge=1, le=MAX_GROUP), INTEGRAL] = 3
+    group_max_fetches: Annotated[StrictInt, Field(ge=1, le=MAX_GROUP_FETCHES), INTEGRAL] = 2
     facets: StrictBool = False
     facet_options: FacetOptions | None = None
     raw_scores: StrictBool = False

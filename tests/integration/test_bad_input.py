@@ -155,3 +155,109 @@ def test_after_all_that_the_collection_still_works(http: httpx.Client) -> None:
     assert response.status_code == 200, response.text
     assert http.post(f"{C}/search", json={"query": "fine"}).status_code == 200
     assert http.get(f"{C}/documents/fine?request_timestamp={ts(1)}").status_code in (200, 404)
+
+
+# Raw JSON a client can send that Python's json module takes but no store can hold faithfully:
+# each is a 422 naming what to fix, never a 500 or a reset connection.
+def _raw_doc(
+    content: str = '"x"', name: str = '"a"', tags: str = "[]", metadata: str = "{}"
+) -> str:
+    return (
+        f'{{"id": "d1", "timestamp": "2026-01-01T00:00:00Z", "name": {name}, '
+        f'"content": {content}, "tags": {tags}, "metadata": {metadata}}}'
+    )
+
+
+SURROGATE = '"\\ud800"'
+UNICODE = "valid Unicode"
+FINITE = "finite"
+INT64 = "integers must be between"
+NASTY_JSON: list[tuple[str, str, str]] = [
+    ("upsert", _raw_doc(content=SURROGATE), UNICODE),
+    ("sync", _raw_doc(name=SURROGATE), UNICODE),
+    ("bulk", f'{{"documents": [{_raw_doc(tags=f"[{SURROGATE}]")}]}}', UNICODE),
+    ("search", f'{{"query": {SURROGATE}}}', UNICODE),
+    ("search", '{"query": "x", "metadata_filter": "n = \\"\\ud800\\""}', UNICODE),
+    ("upsert", _raw_doc(metadata='{"f": 1e999}'), FINITE),
+    ("search", '{"query": "x", "limit": 1e999}', FINITE),
+    (
+        "search",
+        '{"query": "x", "vector_options": [{"vector_name": "kw", "weight": Infinity}]}',
+        "NaN",
+    ),
+    ("search", '{"query": "x", "vector_options": [{"vector_name": "kw", "weight": NaN}]}', "NaN"),
+    ("upsert", _raw_doc(metadata='{"f": 1' + "0" * 400 + "}"), FINITE),
+    ("upsert", _raw_doc(metadata='{"n": 9223372036854775808}'), INT64),
+    ("sync", _raw_doc(metadata='{"g": 18446744073709551616}'), INT64),
+    ("search", '{"query": "x", "limit": -9223372036854775809}', INT64),
+]
+
+
+@pytest.mark.parametrize(("route", "raw", "needle"), NASTY_JSON)
+def test_json_no_store_can_hold_is_422_saying_why(
+    http: httpx.Client, route: str, raw: str, needle: str
+) -> None:
+    response = http.post(
+        BODY_ROUTES[route], content=raw.encode(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text[:500]
+    assert needle in response.text
+
+
+def _custom(vector: list[float]) -> dict[str, Any]:
+    return {"vector_name": "v", "vector": vector}
+
+
+# Work one request may ask for is bounded: arms per search, entries per vector.
+BOUNDED: list[tuple[str, dict[str, Any], str]] = [
+    ("search", {"query": "x", "vector_options": [{"vector_name": "kw"}] * 10_000}, "96"),
+    ("search", {"query": "x", "custom_vectors": [_custom([0.5] * 10_001)]}, "10000"),
+    ("upsert", _doc(custom_vectors=[{**_custom([0.5] * 1_000_000), "field": "content"}]), "10000"),
+    ("search", {"query": "x", "group_field": "n", "group_max_fetches": 11}, "group_max_fetches"),
+    ("create", {"vectors": [{"name": f"v{i}", "type": "wmtr"} for i in range(33)]}, "32"),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "needle"), BOUNDED)
+def test_work_past_the_documented_caps_is_422(
+    http: httpx.Client, route: str, body: dict[str, Any], needle: str
+) -> None:
+    response = http.post(BODY_ROUTES[route], json=body)
+    assert response.status_code == 422, response.text[:500]
+    assert needle in response.text
+
+
+def test_an_indexed_integer_outside_int64_is_refused(http: httpx.Client) -> None:
+    # 2**63 - 1 is the largest a store index holds; the JSON layer passes it, the index takes it.
+    fits = http.post(f"{D}/sync", json=doc("big", "x", metadata={"n": 2**63 - 1}))
+    assert fits.status_code == 200, fits.text
+
+
+def test_a_long_bad_join_is_a_prompt_400_and_never_stalls_other_searches(
+    http: httpx.Client,
+) -> None:
+    # The join parser used to backtrack: "c" + spaces + "!" took seconds and held the worker.
+    for spaces in (2_000, 10_000):
+        response = http.post(f"{C}/search", json={"query": "x", "join": "c" + " " * spaces + "!"})
+        assert response.status_code == 400, response.text[:300]
+        assert "invalid join" in response.text
+    assert http.post(f"{C}/search", json={"query": "fine"}).status_code == 200
+
+
+def test_a_10000_character_filter_is_answered(http: httpx.Client) -> None:
+    expression = " OR ".join(["n = 123456789012345678"] * 400)[:10_000].rsplit(" OR", 1)[0]
+    assert len(expression) > 9_900
+    response = http.post(f"{C}/search", json={"query": "x", "metadata_filter": expression})
+    assert response.status_code == 200, response.text[:300]
+
+
+def test_405_lists_every_method_of_the_path(http: httpx.Client) -> None:
+    response = http.request("PUT", C)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "DELETE, GET, POST"
+
+
+def test_a_unix_time_is_not_a_request_timestamp(http: httpx.Client) -> None:
+    response = http.delete(f"{D}/d1?request_timestamp=0.5")
+    assert response.status_code == 422, response.text
+    assert "ISO 8601" in response.text

@@ -187,7 +187,7 @@ def test_fetch_metadata_filter_returns_exactly_the_matching_documents(
 BAD_FILTERS: dict[str, tuple[Any, int, str]] = {
     "unknown_key": ("color = 'red'", 400, "'color' is not in the collection's metadata_indexes"),
     "order_on_string_key": ('label < "m"', 400, "only eq, neq and is_null"),
-    "type_mismatch": ({"key": "year", "op": "eq", "value": "2020"}, 400, "expects a integer"),
+    "type_mismatch": ({"key": "year", "op": "eq", "value": "2020"}, 400, "expects an integer"),
     "bad_datetime": ('when > "last week"', 400, "ISO 8601"),
     "syntax_error": ("year > AND", 422, "position"),
     "mixed_object": ({"and": [], "key": "year"}, 422, "exactly one of"),
