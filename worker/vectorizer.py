@@ -1,7 +1,8 @@
 """Turns slot texts into vectors: lexical ones locally, model ones through the encoders.
 
-Model work goes straight to the holders' shared queue while a live holder is registered, and
-through any encoder (a router forwards it) otherwise; see core.holders.
+Model work goes straight to the holders' shared queue while a live holder is registered; with
+none alive it fails at once as Unavailable (503 with Retry-After) instead of waiting out the RPC
+timeout behind a router that has nobody to forward to; see core.holders.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.enums import EmbedKind, EmbedOutput, VectorType
-from core.errors import InvalidInput
+from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
 from core.lexical import document_vector, query_vector
 from core.messages import EmbedReply, EmbedRequest
@@ -88,6 +89,10 @@ class Vectorizer:
             for i in range(0, len(texts), CHUNK)
         ]
         route = await self._holders.route(kind)
+        if not route.direct:
+            # No holder has beaten within its TTL: a router would forward to nobody and the
+            # caller would wait out the whole RPC timeout. Say so at once; it is back in seconds.
+            raise Unavailable("no encoder holding a model is alive (restarting?); retry shortly")
         tries = attempt_timeouts(kind, self._timeout_s)
         replies = await asyncio.gather(
             *(self._bus.call_with_retry(route.queue, r, EmbedReply, tries) for r in requests)

@@ -85,6 +85,40 @@ def test_redis_down_answers_503_with_retry_after_then_recovers(
     wait_until(lambda: doc_count(client, name) == 1, timeout=90)
 
 
+def test_no_live_model_holder_answers_503_at_once_and_keyword_search_goes_on(
+    stack: Stack, client: httpx.Client
+) -> None:
+    name = f"enc{uuid.uuid4().hex[:6]}"
+    create(client, name, hybrid_collection())
+    synced = client.post(f"/v1/collections/{name}/documents/sync", json=doc("p", "pepper harbor"))
+    assert synced.status_code == 200, synced.text
+    dense = {"query": "pepper", "vector_options": [{"vector_name": "dense"}]}
+    keyword = {"query": "pepper", "vector_options": [{"vector_name": "kw"}]}
+    stack.ctl("stop", "encoder:*")
+    try:
+        wait_until(lambda: _ready(client) == 503, timeout=60, interval=0.5)
+        # Once the holders' heartbeats have expired, a model call fails at once: 503, not 504
+        # after the whole RPC timeout (polled: the worker's view of the registry may lag).
+        answer = wait_until(
+            lambda: _answer_with(client, f"/v1/collections/{name}/search", dense, 503),
+            timeout=150,
+        )
+        assert int(answer.headers["Retry-After"]) >= 1
+        found = client.post(f"/v1/collections/{name}/search", json=keyword)
+        assert found.status_code == 200 and [h["id"] for h in found.json()["results"]] == ["p"]
+    finally:
+        stack.ctl("start", "encoder:*")
+    wait_until(lambda: _ready(client) == 200, timeout=90, interval=0.5)
+    assert search_ids(client, name, "pepper", vector_options=dense["vector_options"]) == ["p"]
+
+
+def _answer_with(
+    client: httpx.Client, path: str, body: dict[str, object], status: int
+) -> httpx.Response | None:
+    answer = client.post(path, json=body)
+    return answer if answer.status_code == status else None
+
+
 def test_a_worker_stop_is_clean_and_the_next_start_needs_no_recovery(
     stack: Stack, client: httpx.Client
 ) -> None:
