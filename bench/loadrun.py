@@ -4,7 +4,7 @@
     bench/load keyword --users 8,16    # chosen levels instead of the search for the knee
     bench/load --smoke                 # a two-minute run of every step, to try the harness
 
-For each configuration it starts its own stack (tests/integration/stack.py: the repo's
+For each configuration it starts its own stack (harness/stack.py: the repo's
 supervisord.conf on free ports in a temporary folder), creates the collection, bulk-loads it
 (`POST …/documents/bulk`, 100 documents a request), then runs Locust (bench/locustfile.py) as a
 separate process and drives it through Locust's web API: for each user count ramp, settle, reset
@@ -21,41 +21,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import csv
-import io
-import math
-import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from bench import procs, workload
+from bench.collection import Bulk, Gauges, LoadCollection
+from bench.locustdriver import LocustProcess, failure_counts, number
+from bench.measure import slope
 from bench.report import Report
 from core.bus import Bus
-from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
 from harness import verify
-from harness.stack import REPO_ROOT, Stack, free_ports
+from harness.stack import REPO_ROOT, Stack
 
-COLLECTION = "load"
 OUT_DIR = REPO_ROOT / "docs" / "load"
 RUNS_HEADING = "## Runs of bench/load"
 P50_LIMIT_MS = 100.0
 # A document queue growing faster than this (least-squares slope, writes/s) is not stable.
 GROWTH_LIMIT = 0.5
 SAMPLE_S = 2.0
-BULK = 100  # documents per bulk request (the API's limit)
-BULK_IN_FLIGHT = 4
-# Pre-population stops sending while this many writes wait in the collection's queue, so the
-# deadline (hybrid) measures documents indexed, not documents queued.
-BULK_BACKLOG = 5_000
 
 
 @dataclass
@@ -148,18 +137,6 @@ class Slice:
 
 
 @dataclass
-class Bulk:
-    documents: int
-    seconds: float
-    sent_seconds: float  # until the last bulk request was acknowledged
-    raw_model_docs_s: float | None  # the model alone on the same contents (hybrid)
-
-    @property
-    def docs_s(self) -> float:
-        return self.documents / self.seconds
-
-
-@dataclass
 class Overload:
     users: int
     seconds: float
@@ -188,138 +165,6 @@ class ConfigResult:
     encoders: str = ""
 
 
-# --- the parts ----------------------------------------------------------------------------------
-
-
-class LocustProcess:
-    """Locust with its web API on a free port, driven by this runner."""
-
-    def __init__(self, host: str, oplog: Path, log: Path, seed: int) -> None:
-        self.port = free_ports(1)[0]
-        env = dict(os.environ)
-        env.update(
-            BRAID_LOAD_COLLECTION=COLLECTION, BRAID_LOAD_OPLOG=str(oplog), BRAID_LOAD_SEED=str(seed)
-        )
-        command = [
-            sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "bench" / "locustfile.py"),
-            "--host", host, "--web-host", "127.0.0.1", "--web-port", str(self.port),
-            "--stop-timeout", "60", "--loglevel", "WARNING",
-        ]  # fmt: skip
-        self._log = open(log, "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        self.meter = procs.TreeMeter(lambda: procs.descendants(self.process.pid))
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=30.0)
-
-    async def ready(self, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"locust exited with {self.process.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (await self.http.get("/stats/requests")).status_code == 200:
-                    return
-            await asyncio.sleep(0.5)
-        raise RuntimeError("locust's web API did not answer")
-
-    async def swarm(self, users: int, rate: float) -> None:
-        response = await self.http.post("/swarm", data={"user_count": users, "spawn_rate": rate})
-        response.raise_for_status()
-
-    async def users(self) -> int:
-        return int((await self.http.get("/stats/requests")).json().get("user_count", 0))
-
-    async def ramp(self, users: int) -> None:
-        """Swarm to `users` at up to 10 s of ramp, and wait until they run."""
-        await self.swarm(users, max(1.0, users / 10))
-        deadline = time.monotonic() + 120
-        while await self.users() != users and time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
-
-    async def reset(self) -> None:
-        (await self.http.post("/stats/reset")).raise_for_status()
-
-    async def stats(self) -> dict[str, dict[str, str]]:
-        text = (await self.http.get("/stats/requests/csv")).text
-        return {row["Name"]: row for row in csv.DictReader(io.StringIO(text))}
-
-    async def failures(self) -> list[dict[str, str]]:
-        text = (await self.http.get("/stats/failures/csv")).text
-        return list(csv.DictReader(io.StringIO(text)))
-
-    async def totals(self) -> dict[str, int]:
-        return dict((await self.http.get("/braid/totals")).json())
-
-    async def stop(self) -> None:
-        with contextlib.suppress(httpx.HTTPError):
-            await self.http.post("/stop", timeout=120.0)
-        await self.http.aclose()
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
-
-class Gauges:
-    """Queue depths: the collection's document queue (what `…/queue/info` shows a user) and the
-    search RPC queue (RabbitMQ, messages waiting for the worker)."""
-
-    def __init__(self, client: httpx.AsyncClient, bus: Bus) -> None:
-        self.client = client
-        self.bus = bus
-
-    async def doc_queue(self) -> int:
-        response = await self.client.get(f"/v1/collections/{COLLECTION}/queue/info")
-        response.raise_for_status()
-        return int(response.json()["total"])
-
-    async def search_queue(self) -> int:
-        return await self.bus.queue_depth(SEARCH_QUEUE)
-
-    async def broker_documents(self) -> int:
-        return await self.bus.queue_depth(DOCUMENTS_QUEUE)
-
-    async def doc_count(self) -> int:
-        response = await self.client.get(f"/v1/collections/{COLLECTION}/stats")
-        response.raise_for_status()
-        return int(response.json()["doc_count"])
-
-
-def _number(value: str | None) -> float:
-    try:
-        return float(value) if value not in (None, "", "N/A") else math.nan
-    except ValueError:
-        return math.nan
-
-
-def _failure_counts(failures: list[dict[str, str]]) -> tuple[int, int]:
-    """(errors other than 503, 503s) in Locust's failure table."""
-    errors = overloaded = 0
-    for row in failures:
-        count = int(row.get("Occurrences", 0) or 0)
-        if row.get("Error", "").startswith("HTTP 503"):
-            overloaded += count
-        else:
-            errors += count
-    return errors, overloaded
-
-
-def _slope(samples: list[tuple[float, int]]) -> float:
-    """Least-squares growth per second of (time, depth) samples."""
-    if len(samples) < 2:
-        return 0.0
-    mean_t = sum(t for t, _ in samples) / len(samples)
-    mean_d = sum(d for _, d in samples) / len(samples)
-    spread = sum((t - mean_t) ** 2 for t, _ in samples)
-    if spread == 0:
-        return 0.0
-    return sum((t - mean_t) * (d - mean_d) for t, d in samples) / spread
-
-
 # --- the runner ---------------------------------------------------------------------------------
 
 
@@ -331,64 +176,9 @@ class Run:
         self.scratch = scratch
         self.client = httpx.AsyncClient(base_url=stack.base_url, timeout=120.0)
         self.braid = procs.TreeMeter(lambda: procs.session_tree(stack.supervisord_pid))
-        self.names: dict[str, str] = {}
 
     def say(self, message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {self.config}: {message}", flush=True)
-
-    async def create(self) -> None:
-        response = await self.client.post(
-            f"/v1/collections/{COLLECTION}", json=workload.collection_body(self.config)
-        )
-        response.raise_for_status()
-
-    async def _post_bulk(self, documents: list[dict[str, Any]]) -> None:
-        while True:
-            response = await self.client.post(
-                f"/v1/collections/{COLLECTION}/documents/bulk", json={"documents": documents}
-            )
-            if response.status_code != 503:
-                response.raise_for_status()
-                return
-            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
-
-    async def prepopulate(self, gauges: Gauges) -> Bulk:
-        """Bulk-load documents 0, 1, 2 … until `documents` or the deadline, then wait until all
-        are indexed. The documents/s is sent-and-indexed: first request to empty queue."""
-        fake = workload.seeded(self.plan.documents)
-        deadline = time.monotonic() + self.plan.prepopulate_minutes * 60
-        gate = asyncio.Semaphore(BULK_IN_FLIGHT)
-        pending: set[asyncio.Task[None]] = set()
-        started = time.monotonic()
-        sent = 0
-        while sent < self.plan.documents and time.monotonic() < deadline:
-            if sent % (BULK * 20) == 0:
-                while await gauges.doc_queue() > BULK_BACKLOG and time.monotonic() < deadline:
-                    await asyncio.sleep(1.0)
-                if time.monotonic() >= deadline:
-                    break
-                self.say(f"pre-population: {sent:,} sent")
-            count = min(BULK, self.plan.documents - sent)
-            batch = [
-                workload.document(fake, number, workload.PREPOPULATED_AT)
-                for number in range(sent, sent + count)
-            ]
-            await gate.acquire()
-            task = asyncio.create_task(self._post_bulk(batch))
-            task.add_done_callback(lambda _: gate.release())
-            pending.add(task)
-            task.add_done_callback(pending.discard)
-            for doc in batch:
-                self.names[doc["id"]] = doc["name"]
-            sent += count
-        await asyncio.gather(*pending)
-        sent_s = time.monotonic() - started
-        self.say(f"pre-population: {sent:,} acknowledged in {sent_s:.0f} s; waiting for the index")
-        while await gauges.doc_queue() > 0 or await gauges.doc_count() < sent:
-            await asyncio.sleep(1.0)
-        seconds = time.monotonic() - started
-        self.say(f"pre-population: {sent:,} indexed in {seconds:.0f} s ({sent / seconds:.1f}/s)")
-        return Bulk(documents=sent, seconds=seconds, sent_seconds=sent_s, raw_model_docs_s=None)
 
     async def measure(self, locust: LocustProcess, gauges: Gauges, users: int) -> Level:
         await locust.ramp(users)
@@ -413,7 +203,7 @@ class Run:
         braid = self.braid.usage()
         generator = locust.meter.usage()
         busy1, total1 = procs.machine_busy_s()
-        errors, overloaded = _failure_counts(failures)
+        errors, overloaded = failure_counts(failures)
         search, upsert, total = (
             stats.get("search", {}),
             stats.get("upsert", {}),
@@ -421,22 +211,22 @@ class Run:
         )
         level = Level(
             users=users,
-            rps=_number(total.get("Request Count")) / elapsed,
-            search_rps=_number(search.get("Request Count")) / elapsed,
-            search_p50=_number(search.get("50%")),
-            search_p95=_number(search.get("95%")),
-            search_p99=_number(search.get("99%")),
-            upsert_p50=_number(upsert.get("50%")),
+            rps=number(total.get("Request Count")) / elapsed,
+            search_rps=number(search.get("Request Count")) / elapsed,
+            search_p50=number(search.get("50%")),
+            search_p95=number(search.get("95%")),
+            search_p99=number(search.get("99%")),
+            upsert_p50=number(upsert.get("50%")),
             braid_cpu=braid.cpu_percent,
             braid_rss_gb=braid.rss_gb,
             locust_cpu=generator.cpu_percent,
             machine_cpu=(busy1 - busy0) / max(1e-9, total1 - total0) * 100.0,
             doc_queue_start=doc_samples[0][1],
             doc_queue_end=doc_samples[-1][1],
-            doc_queue_growth_per_s=_slope(doc_samples),
+            doc_queue_growth_per_s=slope(doc_samples),
             search_queue_start=search_samples[0],
             search_queue_end=search_samples[-1],
-            requests=int(_number(total.get("Request Count"))),
+            requests=int(number(total.get("Request Count"))),
             errors=errors,
             overloaded=overloaded,
             hottest=", ".join(f"{name} {cpu:.0f}%" for name, cpu in braid.by_process[:3]),
@@ -476,15 +266,15 @@ class Run:
         started = time.monotonic()
         await asyncio.sleep(seconds)
         stats = await locust.stats()
-        errors, overloaded = _failure_counts(await locust.failures())
+        errors, overloaded = failure_counts(await locust.failures())
         elapsed = time.monotonic() - started
         search, total = stats.get("search", {}), stats["Aggregated"]
         return Slice(
             at_s=at,
             users=await locust.users(),
-            rps=_number(total.get("Request Count")) / elapsed,
-            search_p50=_number(search.get("50%")),
-            search_p99=_number(search.get("99%")),
+            rps=number(total.get("Request Count")) / elapsed,
+            search_p50=number(search.get("50%")),
+            search_p99=number(search.get("99%")),
             errors=errors,
             overloaded=overloaded,
             doc_queue=await gauges.doc_queue(),
@@ -567,34 +357,13 @@ class Run:
         result.profiled = f"{name}, {cpu:.0f}% of a core at {users} users"
         result.profile = summarize_profile(out.read_text())
 
-    async def drain(self, gauges: Gauges) -> float:
-        started = time.monotonic()
-        while await gauges.doc_queue() > 0 or await gauges.broker_documents() > 0:
-            await asyncio.sleep(1.0)
-        return time.monotonic() - started
-
-    async def fetch_all(self) -> dict[str, str]:
-        found: dict[str, str] = {}
-        after = None
-        while True:
-            response = await self.client.post(
-                f"/v1/collections/{COLLECTION}/documents/fetch",
-                json={"page_size": 1000, "after": after},
-            )
-            response.raise_for_status()
-            page = response.json()
-            for doc in page["documents"]:
-                found[doc["id"]] = doc["name"]
-            after = page.get("after")
-            if not after or not page["documents"]:
-                return found
-
     async def run(self) -> ConfigResult:
         bus = await Bus.connect(self.stack.amqp_url, retry_for_s=30)
         gauges = Gauges(self.client, bus)
+        collection = LoadCollection(self.client, gauges, self.say)
         try:
-            await self.create()
-            bulk = await self.prepopulate(gauges)
+            await collection.create(self.config)
+            bulk = await collection.prepopulate(self.plan.documents, self.plan.prepopulate_minutes)
             result = ConfigResult(config=self.config, bulk=bulk)
             result.encoders = (
                 f"BRAID_ENCODERS={self.stack.env['BRAID_ENCODERS']}, "
@@ -616,11 +385,8 @@ class Run:
             finally:
                 await locust.stop()
             self.say("waiting for the document queue to drain")
-            result.drain_s = await self.drain(gauges)
-            actual = await self.fetch_all()
-            result.verdict = verify.verify(
-                self.names, workload.PREPOPULATED_AT, verify.read_oplog(oplog), actual
-            )
+            result.drain_s = await collection.drain()
+            result.verdict = await collection.check(oplog)
             self.say(f"check: {result.verdict.summary()}")
             return result
         finally:

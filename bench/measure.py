@@ -27,3 +27,15 @@ def spread(values: Sequence[float], digits: int = 1) -> str:
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     return f"{median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def slope(samples: Sequence[tuple[float, float]]) -> float:
+    """Least-squares growth per unit of time of (time, value) samples; 0 with fewer than two."""
+    if len(samples) < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in samples) / len(samples)
+    mean_v = sum(v for _, v in samples) / len(samples)
+    variance = sum((t - mean_t) ** 2 for t, _ in samples)
+    if variance == 0:
+        return 0.0
+    return sum((t - mean_t) * (v - mean_v) for t, v in samples) / variance

@@ -12,6 +12,7 @@ from typing import Any
 
 from faker import Faker
 
+COLLECTION = "load"  # the collection the runners create and bench/locustfile.py loads
 ID_SPACE = 100_000  # document ids 0 .. 99,999
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Weights of the user's tasks (they add up to 100).

@@ -80,8 +80,9 @@ def port_open(port: int) -> bool:
     return False
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM supervisord if the test process dies without cleanup."""
+def die_with_parent() -> None:
+    """In the child before exec: SIGTERM it if the process that started it dies without cleanup
+    (supervisord under a test or a benchmark, the load generator under a benchmark)."""
     pr_set_pdeathsig = 1
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
@@ -186,7 +187,7 @@ class Stack:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own session and group: stop() can find all of it
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self.started_at = time.monotonic()
 

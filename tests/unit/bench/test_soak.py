@@ -1,0 +1,202 @@
+"""Pieces of the soak benchmark that decide what it records and whether it passes (no network)."""
+
+from __future__ import annotations
+
+import math
+
+from bench.collection import Bulk
+from bench.measure import slope
+from bench.procs import Proc
+from bench.soak import memory
+from bench.soak.findings import (
+    Answers,
+    Minute,
+    SoakResult,
+    count_answers,
+    growth,
+    judge,
+    latency,
+    restarts,
+    warmup_minutes,
+)
+from bench.soak.report import rows
+from harness.verify import Verdict as Check
+
+MIB = 1024 * 1024
+QUIET = Answers(requests=600, errors=0, overloaded=0, kinds={})
+
+
+def minute(at: int, rss: dict[str, float], p50: float = 40.0, **extra: object) -> Minute:
+    fields: dict = dict(
+        minute=at,
+        seconds=60.0,
+        users=4,
+        answers=QUIET,
+        search_p50=p50,
+        search_p95=p50 * 2,
+        search_p99=p50 * 3,
+        doc_queue=0,
+        doc_queue_max=3,
+        documents=1000,
+        braid_cpu=100.0,
+        rss_mib=rss,
+    )
+    fields.update(extra)
+    return Minute(**fields)
+
+
+def result(minutes: list[Minute], **extra: object) -> SoakResult:
+    fields: dict = dict(
+        users=4,
+        minutes_planned=len(minutes),
+        warmup_wanted=5,
+        bulk=Bulk(documents=100, seconds=1.0, sent_seconds=1.0),
+        minutes=minutes,
+        answers=Answers(requests=36_000, errors=0, overloaded=0, kinds={}),
+        check=Check(checked=100, acknowledged=50),
+    )
+    fields.update(extra)
+    return SoakResult(**fields)
+
+
+def flat_hour(worker: float = 0.0) -> list[Minute]:
+    """60 minutes: the api settles during the warm-up; the worker grows `worker` MiB a minute."""
+    return [
+        minute(at, {"api-1": 80.0 if at > 3 else 60.0 + at, "worker": 200.0 + worker * at})
+        for at in range(1, 61)
+    ]
+
+
+def test_slope_is_least_squares_growth_per_unit_of_time() -> None:
+    assert slope([(1, 100.0), (2, 101.0), (3, 102.0)]) == 1.0
+    assert slope([(1, 100.0), (2, 130.0), (3, 100.0)]) == 0.0
+    assert slope([(5, 100.0)]) == 0.0
+    assert slope([(5, 100.0), (5, 120.0)]) == 0.0  # no spread in time
+
+
+def test_growth_leaves_the_warm_up_out_and_gives_mib_percent_and_mib_per_hour() -> None:
+    by_program = {item.program: item for item in growth(flat_hour(worker=0.5), warmup=5)}
+    api, worker = by_program["api-1"], by_program["worker"]
+    assert (api.first_mib, api.baseline_mib, api.end_mib) == (61.0, 80.0, 80.0)
+    assert api.growth_mib == 0.0 and api.slope_mib_h == 0.0 and not api.over()
+    assert (worker.baseline_mib, worker.end_mib) == (202.5, 230.0)
+    assert math.isclose(worker.growth_pct, 27.5 / 202.5 * 100)
+    assert math.isclose(worker.slope_mib_h, 30.0)  # 0.5 MiB a minute
+
+
+def test_growth_skips_minutes_a_program_was_not_running() -> None:
+    minutes = [minute(1, {"redis": 10.0}), minute(2, {}), minute(3, {"redis": 11.0})]
+    (redis,) = growth(minutes, warmup=1)
+    assert (redis.baseline_mib, redis.end_mib) == (10.0, 11.0)
+
+
+def test_growth_must_pass_both_limits_to_count() -> None:
+    small = growth([minute(1, {"redis": 10.0}), minute(2, {"redis": 25.0})], warmup=1)[0]
+    assert small.growth_pct > 100 and not small.over()  # +15 MiB: under 20 MiB
+    big = growth([minute(1, {"worker": 500.0}), minute(2, {"worker": 540.0})], warmup=1)[0]
+    assert big.growth_mib == 40 and not big.over()  # +8 %: under 10 %
+    assert big.over(limit_mib=20, limit_pct=5)
+
+
+def test_a_run_shorter_than_the_warm_up_keeps_half_of_it_for_the_trend() -> None:
+    assert warmup_minutes(60) == 5
+    assert warmup_minutes(3) == 1
+    assert warmup_minutes(1) == 0
+    assert warmup_minutes(60, wanted=0) == 0
+
+
+def test_answers_between_snapshots_count_503s_apart_from_errors_by_kind() -> None:
+    before = {"search 200": 100, "upsert 200": 20, "upsert 503": 1}
+    after = {
+        "search 200": 180,
+        "search 500": 2,
+        "upsert 200": 39,
+        "upsert 503": 4,
+        "delete 0": 1,
+    }
+    failures = [
+        {"Name": "search", "Error": "HTTP 500: boom", "Occurrences": "2"},  # counted by totals
+        {"Name": "upsert", "Error": "HTTP 503", "Occurrences": "3"},
+        {"Name": "search", "Error": "KeyError('x')", "Occurrences": "1"},
+    ]
+    answers = count_answers(before, after, failures)
+    assert answers.requests == 80 + 2 + 19 + 3 + 1
+    assert answers.overloaded == 3
+    assert answers.kinds == {"search 500": 2, "delete 0": 1, "search exception": 1}
+    assert answers.errors == 4
+
+
+def test_a_changed_or_vanished_pid_is_a_restart() -> None:
+    before = {"api-1": 10, "worker": 11, "redis": 12}
+    assert restarts(before, {"api-1": 10, "worker": 99, "redis": 12}) == ["worker"]
+    assert restarts(before, {"api-1": 10, "worker": 11}) == ["redis"]
+    assert restarts({}, before) == []
+
+
+def test_latency_summary_is_the_median_p50_and_the_worst_minutes() -> None:
+    minutes = [minute(1, {}, p50=30), minute(2, {}, p50=50), minute(3, {}, p50=40)]
+    minutes.append(minute(4, {}, p50=math.nan, search_p95=math.nan, search_p99=math.nan))
+    summary = latency(minutes)
+    assert (summary.p50_median, summary.p50_worst) == (40, 50)
+    assert (summary.p95_worst, summary.p99_worst) == (100, 150)
+
+
+def test_a_flat_clean_run_passes() -> None:
+    assert judge(result(flat_hour())).ok
+
+
+def test_the_verdict_fails_on_errors_losses_restarts_and_growth_but_not_on_503s() -> None:
+    assert judge(result(flat_hour(), answers=Answers(36_000, 0, 50, {}))).ok
+    errors = judge(result(flat_hour(), answers=Answers(36_000, 2, 50, {"search 500": 2})))
+    assert not errors.ok and "search 500: 2" in errors.reasons[0]
+    lost = judge(result(flat_hour(), check=Check(checked=100, missing=["7"])))
+    assert not lost.ok and "lost" in lost.reasons[0]
+    assert not judge(result(flat_hour(), check=None)).ok
+    crashed = flat_hour()
+    crashed[30].restarted = ["worker"]
+    assert judge(result(crashed)).reasons == ["restarted during the run: worker"]
+    leaking = judge(result(flat_hour(worker=0.5)))
+    assert leaking.grown == ["worker"] and len(leaking.reasons) == 1
+    assert not judge(result(flat_hour(), answers=Answers(0, 0, 0, {}))).ok
+    assert not judge(result(flat_hour()[:1])).ok  # stopped after a minute: growth unknown
+
+
+def test_supervisorctl_status_gives_the_running_programs_by_process_name() -> None:
+    text = "\n".join(
+        [
+            "api:api-1                        RUNNING   pid 4291, uptime 0:01:02",
+            "encoder:encoder-1                RUNNING   pid 4293, uptime 0:01:02",
+            "epmd                             RUNNING   pid 4280, uptime 0:01:03",
+            "qdrant                           STOPPED   Not started",
+            "worker                           STARTING  ",
+            "worker                           BACKOFF   Exited too quickly",
+        ]
+    )
+    assert memory.parse_status(text) == {"api-1": 4291, "encoder-1": 4293, "epmd": 4280}
+    assert memory.parse_status("unix:///tmp/x/supervisor.sock no such file") == {}
+
+
+def test_a_programs_rss_is_its_whole_process_tree_and_supervisord_its_own() -> None:
+    def proc(pid: int, ppid: int, mib: int) -> Proc:
+        return Proc(pid=pid, ppid=ppid, session=1, cpu_s=0.0, rss_bytes=mib * MIB, command="x")
+
+    table = [
+        proc(1, 0, 20),  # supervisord
+        proc(2, 1, 2),  # rabbitmq-server (sh)
+        proc(3, 2, 120),  # beam.smp
+        proc(4, 3, 1),  # erl_child_setup
+        proc(5, 1, 80),  # api
+    ]
+    roots = {"rabbitmq": 2, "api-1": 5, "supervisord": 1, "gone": 42}
+    assert memory.program_rss(table, roots) == {
+        "rabbitmq": 123.0,
+        "api-1": 80.0,
+        "supervisord": 20.0,
+    }
+
+
+def test_csv_rows_have_one_rss_column_per_program_in_every_row() -> None:
+    table = rows([minute(1, {"api-1": 80.0}), minute(2, {"api-1": 81.0, "worker": 200.0})])
+    assert list(table[0]) == list(table[1])
+    assert table[0]["rss_api-1_mib"] == 80.0 and math.isnan(table[0]["rss_worker_mib"])
+    assert table[1]["rps"] == 10.0
