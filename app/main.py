@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app import dashboard
+from app.apidocs import install_api_docs
 from app.auth import KeyRing, authorize
 from app.context import ApiContext
 from app.errors import install_error_handlers
@@ -49,6 +50,8 @@ def create_app(settings: Settings) -> FastAPI:
         dependencies=[Depends(authorize)],
         responses=ERROR_RESPONSES,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # app.apidocs serves /docs and /redoc without a CDN
+        redoc_url=None,
     )
     app.state.keys = KeyRing(settings)
     app.add_middleware(ApiStatsMiddleware, stats=stats)
@@ -59,4 +62,5 @@ def create_app(settings: Settings) -> FastAPI:
     for module in (health, system, collections, documents, search, metrics, dashboard):
         app.include_router(module.router)
     install_openapi(app)
+    install_api_docs(app)
     return app

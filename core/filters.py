@@ -18,7 +18,7 @@ from pydantic import AfterValidator, StrictStr
 
 from core.errors import InvalidInput
 from core.metadata import EXPECTED, parse_datetime, typed_value
-from core.schemas.common import NAME_RE
+from core.schemas.common import NAME_RE, NAME_RULE
 
 
 class FilterOp(StrEnum):
@@ -108,7 +108,7 @@ def _check_depth(depth: int) -> None:
 def _check_key(key: Any) -> str:
     if not isinstance(key, str) or not NAME_RE.match(key):
         raise ValueError(
-            f"filter key {key!r} must be 1..100 characters of letters, digits, '_' or '-'"
+            f"filter key {key!r} must be {NAME_RULE}"
         )
     return key
 

@@ -4,6 +4,7 @@ api (writes), the filters (queries) and the document schema (the typed wrapper).
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,12 @@ from typing import Any
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 METADATA_TYPES = ("string", "integer", "float", "boolean", "datetime")
+# The `{"value": v, "type": t}` wrapper also takes objects (Amgix does); no index has that type.
+WRAPPER_TYPES = (*METADATA_TYPES, "object")
+# The datetime forms the store's datetime index reads as written (RFC 3339 and its near kin).
+RFC_3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?([Zz]|[+-]\d{2}:\d{2})?$"
+)
 EXPECTED = {
     "string": "a string",
     "integer": f"an integer between {INT64_MIN} and {INT64_MAX}",

@@ -7,9 +7,10 @@ custom vectors, so a vector is read one way everywhere.
 Conversion rules:
 - dense: exactly `dimensions` finite numbers; L2-normalised when the vector's `normalization` is
   true (a zero vector then cannot be used); the store applies `dense_distance`.
-- sparse: unique integer indices 0..2^32-1 with finite values. More than `top_k` entries keep the
-  `top_k` largest by absolute value (ties: lower index), as `top_k` promises ("entries kept").
-  Entries come out sorted by index.
+- sparse: unique integer indices 0..2^32-1 with finite values, sorted by index. A document's
+  vector with more than `top_k` entries fails its write (`check_top_k`, in the worker, so the
+  write is `failed` with the reason, as in Amgix): silently dropping a caller's entries is worse.
+  A query's keeps its `top_k` largest by absolute value (ties: lower index).
 """
 
 from __future__ import annotations
@@ -73,9 +74,26 @@ def sparse_vector(
         if index in pairs:
             raise InvalidInput(f"{where}: index {index} appears more than once")
         pairs[index] = float(value)
-    kept = sorted(pairs.items(), key=lambda item: (-abs(item[1]), item[0]))[: vector.top_k]
-    kept.sort()
+    kept = sorted(pairs.items())
     return SparseVector(indices=[i for i, _ in kept], values=[v for _, v in kept])
+
+
+def top_entries(vector: VectorConfig, sparse: SparseVector) -> SparseVector:
+    """A query's sparse vector cut to the vector's `top_k` largest entries, in index order."""
+    pairs = zip(sparse.indices, sparse.values, strict=True)
+    kept = sorted(sorted(pairs, key=lambda p: (-abs(p[1]), p[0]))[: vector.top_k])
+    return SparseVector(indices=[i for i, _ in kept], values=[v for _, v in kept])
+
+
+def check_top_k(config: CollectionConfig, given: GivenVectors, document_id: str) -> None:
+    """A document's sparse vector holds at most its vector's `top_k` entries (InvalidInput)."""
+    for (name, field), value in given.items():
+        vector = config.vector(name)
+        if isinstance(value, SparseVector) and vector is not None and len(value) > vector.top_k:
+            raise InvalidInput(
+                f"Document '{document_id}': vector '{name}' ({field.value}) has {len(value)}"
+                f" entries, more than its top_k of {vector.top_k}"
+            )
 
 
 def custom_vector(vector: VectorConfig, raw: RawVector, where: str) -> DenseVector | SparseVector:

@@ -114,11 +114,13 @@ class Admin:
             query_dims = len((await self._vectorizer.embed(vector, EmbedKind.QUERY, ["probe"]))[0])
             if query_dims != found:
                 raise InvalidInput(
-                    f"query_model produces {query_dims} dimensions but model produces {found}"
+                    f"Model validation failed: query_model produces {query_dims} dimensions"
+                    f" but model produces {found}"
                 )
         if vector.dimensions is not None and vector.dimensions != found:
             raise InvalidInput(
-                f"dimensions {vector.dimensions} do not match model '{vector.model}' ({found})"
+                f"Model validation failed: dimensions {vector.dimensions} do not match model"
+                f" '{vector.model}' ({found})"
             )
         return vector.model_copy(update={"dimensions": found})
 

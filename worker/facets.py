@@ -48,15 +48,15 @@ def group_value(metadata: dict[str, Any] | None, key: str) -> str | None:
 def cap_groups(
     ranked: list[str], groups: dict[str, str | None], group_max: int, limit: int
 ) -> list[str]:
-    """The best `limit` ids keeping at most `group_max` per group; ungrouped ids are not capped."""
-    taken: Counter[str] = Counter()
+    """The best `limit` ids keeping at most `group_max` per group. Documents without a value
+    form one more group, capped like the others (as Amgix does)."""
+    taken: Counter[str | None] = Counter()
     kept = []
     for doc_id in ranked:
         group = groups.get(doc_id)
-        if group is not None:
-            if taken[group] >= group_max:
-                continue
-            taken[group] += 1
+        if taken[group] >= group_max:
+            continue
+        taken[group] += 1
         kept.append(doc_id)
         if len(kept) == limit:
             break

@@ -11,7 +11,7 @@ from core.enums import EmbedKind, OpType
 from core.ledger import Ledger, to_micros
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
-from core.vector_input import document_vectors
+from core.vector_input import check_top_k, document_vectors
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.payload import stored_hashes, stored_lengths, stored_micros, to_payload
@@ -88,6 +88,7 @@ def local_vectors(
     """
     local = LocalVectors()
     given = document_vectors(config, document)
+    check_top_k(config, given, document.id)
     for slot in all_slots:
         brought = given.get((slot.vector.name, slot.field))
         if brought is not None or slot.kind.is_custom:

@@ -136,6 +136,10 @@ class Searcher:
         results, facets = await self._ranked(collection, config, arms, where, query)
         if query.join and results:
             await self._joiner.attach(config, results, query.join, query.exclude or [])
+        # After the join: a join keyed on `$.meta.<key>` reads metadata the answer may leave out.
+        for result in results:
+            for excluded in query.exclude or []:
+                result[excluded] = None
         elapsed_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(
             results=[SearchResult(**r) for r in results],
@@ -228,8 +232,6 @@ class Searcher:
         query: SearchQuery,
     ) -> dict[str, Any]:
         document = public_document(payloads[fused.doc_id].payload)
-        for excluded in query.exclude or []:
-            document[excluded] = None
         scores = (
             [
                 VectorScore(

@@ -21,7 +21,7 @@ from core.lexical import document_vector, query_vector
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys
 from core.schemas.collection import VectorConfig
-from core.vector_input import custom_vector
+from core.vector_input import custom_vector, top_entries
 from core.vectors import SparseVector
 from worker.slots import Slot
 from worker.store.protocol import VectorValue
@@ -139,7 +139,8 @@ def custom_query_vector(slot: Slot, raw: Any) -> VectorValue:
         raise InvalidInput(
             f"custom_vectors: vector '{slot.vector.name}' needs a query vector in custom_vectors"
         )
-    return custom_vector(slot.vector, raw, f"custom_vectors: vector '{slot.vector.name}'")
+    value = custom_vector(slot.vector, raw, f"custom_vectors: vector '{slot.vector.name}'")
+    return top_entries(slot.vector, value) if isinstance(value, SparseVector) else value
 
 
 def lexical_document(slot: Slot, text: str, avg_length: float) -> tuple[SparseVector, int]:

@@ -69,6 +69,14 @@ class VectorConfig(WireModel):
                     data[key] = data[key].lower()
         return data
 
+    @field_validator("dimensions", mode="before")
+    @classmethod
+    def _dimensions_positive(cls, value: Any) -> Any:
+        # The bound's own message would not name the field; Amgix's clients look for it.
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 1:
+            raise ValueError(f"dimensions must be between 1 and 8192, not {value}")
+        return value
+
     @field_validator("index_fields")
     @classmethod
     def _fields_unique(cls, value: list[IndexField]) -> list[IndexField]:

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,100}$")
-NAME_RULE = "1..100 characters of letters, digits, '_' or '-'"
+NAME_RULE = "1..100 characters: letters, numbers, underscores, and hyphens"  # Amgix's words
 
 # The work one request may ask for (API.md §7, plus Braid's own caps listed in the README).
 MAX_VECTORS = 32  # vectors per collection

@@ -19,7 +19,7 @@ from pydantic import (
 
 from core.enums import DocumentStatus, IndexField, OpType
 from core.filters import MetadataFilterInput
-from core.metadata import METADATA_TYPES, parse_datetime
+from core.metadata import RFC_3339, WRAPPER_TYPES, parse_datetime
 from core.schemas.common import (
     INTEGRAL,
     MAX_ARMS,
@@ -136,19 +136,20 @@ def _is_wrapped(item: Any) -> bool:
 
 
 def _unwrap(key: str, item: Any) -> Any:
-    """Accept the typed `{value, type}` wrapper; store the value flat."""
-    if _is_wrapped(item):
-        kind, value = item["type"], item["value"]
-        if kind not in METADATA_TYPES:
-            raise ValueError(f"metadata '{key}': type must be one of {', '.join(METADATA_TYPES)}")
-        if kind == "datetime" and value is not None:
-            if not isinstance(value, str):
-                raise ValueError(f"metadata '{key}': datetime value must be an ISO 8601 string")
-            if parse_datetime(value) is None:
-                raise ValueError(f"metadata '{key}': invalid datetime {value!r}"[:300])
-            return datetime.fromisoformat(value).isoformat()
+    """Accept the typed `{value, type}` wrapper; store the value flat. A datetime is kept as
+    written (`…Z` comes back as `…Z`) where the store's index reads that form, else in ISO form."""
+    if not _is_wrapped(item):
+        return item
+    kind, value = item["type"], item["value"]
+    if kind not in WRAPPER_TYPES:
+        raise ValueError(f"metadata '{key}': type must be one of {', '.join(WRAPPER_TYPES)}")
+    if kind == "object" and value is not None and not isinstance(value, dict):
+        raise ValueError(f"metadata '{key}': an object value must be a JSON object")
+    if kind != "datetime" or value is None:
         return value
-    return item
+    if not isinstance(value, str) or parse_datetime(value) is None:
+        raise ValueError(f"metadata '{key}': datetime value must be an ISO 8601 string"[:300])
+    return value if RFC_3339.match(value) else datetime.fromisoformat(value).isoformat()
 
 
 class StatusEntry(BaseModel):

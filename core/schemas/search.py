@@ -22,6 +22,7 @@ from core.schemas.common import (
     MAX_GROUP,
     MAX_GROUP_FETCHES,
     MultiVectorValues,
+    Name,
     Number,
     VectorValues,
     WireModel,
@@ -32,7 +33,7 @@ ExcludableField = Literal["name", "description", "content", "tags", "metadata"]
 
 
 class VectorSearchOption(WireModel):
-    vector_name: StrictStr
+    vector_name: Name
     field: IndexField | None = None
     weight: Number = 1.0
     wmtr_trigram_weight: Number = 1.0

@@ -125,6 +125,23 @@ def test_public_routes_need_no_key(http: httpx.Client) -> None:
     assert http.get("/docs").status_code == 200
 
 
+def test_with_keys_the_schema_declares_them_on_every_guarded_operation(
+    http: httpx.Client,
+) -> None:
+    spec = http.get("/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["ApiKeyHeader"] == {"type": "apiKey", "in": "header", "name": "api-key"}
+    assert schemes["BearerAuth"] == {"type": "http", "scheme": "bearer"}
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            if path.startswith(("/v1/version", "/v1/health")):
+                assert "security" not in operation and "401" not in operation["responses"]
+                continue
+            error = operation["responses"]["401"]["content"]["application/json"]["schema"]
+            assert error == {"$ref": "#/components/schemas/ErrorResponse"}, (method, path)
+            assert {"ApiKeyHeader": []} in operation["security"], (method, path)
+
+
 def test_the_dashboard_page_is_public_but_its_data_needs_a_read_key(http: httpx.Client) -> None:
     page = http.get("/dashboard/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

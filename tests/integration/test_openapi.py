@@ -88,10 +88,8 @@ def test_bodies_and_answers_name_their_schemas(spec: dict[str, Any]) -> None:
         assert "200" in operation["responses"], f"{method} {path}"
         if "requestBody" in operation or "parameters" in operation:
             assert "422" in operation["responses"], f"{method} {path}"
-        if not path.startswith(("/v1/version", "/v1/health")):
-            error = operation["responses"]["401"]["content"]["application/json"]["schema"]
-            assert error == {"$ref": "#/components/schemas/ErrorResponse"}
-            assert {"ApiKeyHeader": []} in operation["security"]
+        # With no API key configured the api asks for none, and the schema says so.
+        assert "401" not in operation["responses"] and "security" not in operation
 
 
 def _refs(node: Any) -> Iterator[str]:
@@ -115,6 +113,4 @@ def test_every_schema_reference_resolves(spec: dict[str, Any]) -> None:
         assert ref.rsplit("/", 1)[1] in schemas, ref
     for name in ("CollectionConfig", "Document", "SearchQuery", "HTTPValidationError"):
         assert name in schemas
-    schemes = spec["components"]["securitySchemes"]
-    assert schemes["ApiKeyHeader"] == {"type": "apiKey", "in": "header", "name": "api-key"}
-    assert schemes["BearerAuth"] == {"type": "http", "scheme": "bearer"}
+    assert "securitySchemes" not in spec["components"]  # no key configured on this stack

@@ -11,7 +11,7 @@ from core.enums import IndexField
 from core.errors import InvalidInput
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
-from core.vector_input import custom_vector, document_vectors
+from core.vector_input import check_top_k, custom_vector, document_vectors, top_entries
 from core.vectors import SparseVector
 
 CONFIG = CollectionConfig.model_validate(
@@ -71,10 +71,19 @@ def test_a_sparse_custom_vector_comes_out_sorted_by_index() -> None:
     assert vectors[("sp", IndexField.NAME)] == SparseVector(indices=[2, 9], values=[1.5, 0.5])
 
 
-def test_a_sparse_vector_over_top_k_keeps_its_largest_entries() -> None:
+def test_a_document_sparse_vector_over_top_k_fails_naming_top_k() -> None:
     pairs = [[1, 0.1], [2, -0.9], [3, 0.5], [4, 0.7], [5, 0.2]]
-    vectors = given(custom_vectors=[custom("sp", "name", pairs)])
-    assert vectors[("sp", IndexField.NAME)] == SparseVector(
+    vectors = given(custom_vectors=[custom("sp", "name", pairs)])  # the door takes it as given
+    assert len(vectors[("sp", IndexField.NAME)]) == 5
+    with pytest.raises(InvalidInput, match="has 5 entries, more than its top_k of 3"):
+        check_top_k(CONFIG, vectors, "d1")
+    check_top_k(CONFIG, given(custom_vectors=[custom("sp", "name", pairs[:3])]), "d1")
+
+
+def test_a_query_sparse_vector_over_top_k_keeps_its_largest_entries() -> None:
+    pairs = [[1, 0.1], [2, -0.9], [3, 0.5], [4, 0.7], [5, 0.2]]
+    sparse = custom_vector(CONFIG.vector("sp"), pairs, "query")  # type: ignore[arg-type]
+    assert top_entries(CONFIG.vector("sp"), sparse) == SparseVector(  # type: ignore[arg-type]
         indices=[2, 3, 4], values=[-0.9, 0.5, 0.7]
     )
 

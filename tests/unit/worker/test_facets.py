@@ -29,11 +29,11 @@ def test_facet_ties_are_ordered_by_value() -> None:
     assert list(facet_counts(pool, ["k"], max_values=2)["k"]) == ["a", "b"]
 
 
-def test_cap_groups_keeps_best_per_group_and_does_not_cap_ungrouped() -> None:
+def test_cap_groups_keeps_best_per_group_and_caps_the_null_bucket_too() -> None:
     ranked = ["x1", "x2", "y1", "x3", "n1", "n2", "y2", "z1"]
     groups = {d: (None if d.startswith("n") else d[0]) for d in ranked}
-    assert cap_groups(ranked, groups, group_max=1, limit=10) == ["x1", "y1", "n1", "n2", "z1"]
-    assert cap_groups(ranked, groups, group_max=2, limit=4) == ["x1", "x2", "y1", "n1"]
+    assert cap_groups(ranked, groups, group_max=1, limit=10) == ["x1", "y1", "n1", "z1"]
+    assert cap_groups(ranked, groups, group_max=2, limit=5) == ["x1", "x2", "y1", "n1", "n2"]
 
 
 def test_group_value_of_scalars_lists_and_missing() -> None:
