@@ -46,6 +46,24 @@ def _encoder_stat(client: httpx.Client, index: int, name: str) -> int:
     return int(nodes.get(f"encoder-{index}", {}).get("meta", {}).get(name, 0))
 
 
+def _last_flush(client: httpx.Client, index: int) -> float:
+    nodes = client.get("/v1/metrics/current").json()["nodes"]
+    return float(nodes.get(f"encoder-{index}", {}).get("meta", {}).get("last_seen", 0))
+
+
+def _wait_for_fresh_stats(client: httpx.Client, indexes: tuple[int, ...]) -> None:
+    """Wait for two flushes of each encoder's counters after now: the second one started after
+    the first had finished, so it holds everything counted before this call (an event, not a
+    guess at the flush interval)."""
+    for index in indexes:
+        _wait_for_a_flush_after(client, index, time.time())
+        _wait_for_a_flush_after(client, index, _last_flush(client, index))
+
+
+def _wait_for_a_flush_after(client: httpx.Client, index: int, moment: float) -> None:
+    wait_until(lambda: _last_flush(client, index) > moment, timeout=30)
+
+
 # --- the hop costs little, and is skipped when a holder is known ---------------------------------
 
 
@@ -57,7 +75,7 @@ def test_the_worker_sends_model_work_straight_to_a_live_holder(stack, client) ->
     wait_until(lambda: 1 in _live(registry))
     name = f"r{uuid.uuid4().hex[:10]}"
     create(client, name, hybrid_collection())
-    time.sleep(1.5)  # counters reach Redis about once a second
+    _wait_for_fresh_stats(client, (1, 2))
     forwarded, served = _encoder_stat(client, 2, "forwarded"), _encoder_stat(client, 1, "served")
     docs = [doc(f"d{i}", f"{WORDS} {i}") for i in range(20)]
     assert client.post(
@@ -68,7 +86,7 @@ def test_the_worker_sends_model_work_straight_to_a_live_holder(stack, client) ->
         response = client.post(f"/v1/collections/{name}/search", json={"query": f"meaning {i}"})
         assert response.status_code == 200, response.text
     wait_until(lambda: _encoder_stat(client, 1, "served") >= served + 8)  # 3 chunks, 5 queries
-    time.sleep(1.5)
+    _wait_for_fresh_stats(client, (2,))  # anything the router forwarded has reached Redis
     assert _encoder_stat(client, 2, "forwarded") == forwarded
 
 
