@@ -33,7 +33,7 @@ def _reason(message: str) -> str:
     return next((reason for marker, reason in _REASONS if marker in message), message)
 
 
-def _walk_numbers(value: Any) -> list[int | float]:
+def numbers_in(value: Any) -> list[int | float]:
     """Every int and float in a parsed body; iterative, since bodies may nest 1,000 deep."""
     found: list[int | float] = []
     stack = [value]
@@ -71,7 +71,7 @@ def strict_loads(raw: bytes) -> Any:
     except orjson.JSONDecodeError as exc:
         # The document is left out on purpose: error answers never echo the input back.
         raise json.JSONDecodeError(_reason(exc.msg), "", 0) from None
-    numbers = _walk_numbers(value)
+    numbers = numbers_in(value)
     if any(isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers):
         raise json.JSONDecodeError(OUT_OF_RANGE, "", 0)
     huge = any(isinstance(n, float) and abs(n) > INT64_MAX and n.is_integer() for n in numbers)

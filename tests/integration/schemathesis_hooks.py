@@ -18,6 +18,7 @@ import schemathesis
 from pydantic import BaseModel, ValidationError
 from schemathesis.generation import GenerationMode
 
+from app.strict_json import numbers_in
 from core.errors import BraidError
 from core.metadata import INT64_MAX, INT64_MIN
 from core.schemas.collection import CollectionConfig
@@ -47,16 +48,9 @@ def breaks_only_validator_rules(model: type[BaseModel], body: Any) -> bool:
 def has_an_integer_beyond_int64(body: Any) -> bool:
     """JSON Schema cannot tell 1e20 from the integer literal 100000000000000000000; Braid can
     (app/strict_json.py refuses integers no store index holds exactly, and keeps 1e20)."""
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
-            return True
-    return False
+    return any(
+        isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers_in(body)
+    )
 
 
 def join_does_not_read(body: Any) -> bool:
