@@ -1,8 +1,12 @@
-"""CPU and memory of a process tree, read from /proc (Linux), for the load runner.
+"""CPU and memory of a process tree, read from /proc (Linux), for the load runner and the soak.
 
 A tree is a session (the stack: supervisord and everything it runs) or one process with its
 descendants (the load generator). CPU counts each live process's own time plus what it collected
 from children it reaped, so a process that exits between two samples still counts.
+
+Memory comes two ways: RSS (every resident page) and anonymous resident memory (RssAnon: heap,
+stacks, private allocations). RSS also counts file-backed pages, e.g. the embedded store's
+memory-mapped segment files, which are page cache the kernel can reclaim; a leak shows in RssAnon.
 """
 
 from __future__ import annotations
@@ -25,12 +29,28 @@ class Proc:
     cpu_s: float  # utime + stime + cutime + cstime
     rss_bytes: int
     command: str
+    anon_bytes: int = 0  # RssAnon: resident anonymous memory (last, so old callers still build)
+
+
+def status_kib_bytes(text: str, key: str = "RssAnon") -> int:
+    """Bytes of a `Key:   1234 kB` line of /proc/<pid>/status; 0 when the line is missing (kernel
+    threads have no memory lines) or unreadable."""
+    prefix = key + ":"
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            words = line[len(prefix) :].split()
+            if words and words[0].isdigit():
+                scale = 1024 if len(words) > 1 and words[1] == "kB" else 1
+                return int(words[0]) * scale
+            return 0
+    return 0
 
 
 def _read(pid: int) -> Proc | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         statm = Path(f"/proc/{pid}/statm").read_text().split()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     head, tail = stat.rsplit(")", 1)
@@ -46,6 +66,7 @@ def _read(pid: int) -> Proc | None:
         cpu_s=cpu,
         rss_bytes=int(statm[1]) * PAGE,
         command=head.split("(", 1)[1],
+        anon_bytes=status_kib_bytes(status),
     )
 
 

@@ -19,8 +19,9 @@ from bench.soak.run import Plan, run
 def parse(argv: list[str]) -> Plan:
     parser = argparse.ArgumentParser(
         prog="python3 -m bench.soak",
-        description="The seed workload at a fixed user count for an hour: RSS of every process "
-        "of the stack and search latency each minute, then a check that nothing was lost.",
+        description="The seed workload at a fixed user count for an hour: RSS and anonymous "
+        "memory of every process of the stack and search latency each minute, then a check that "
+        "nothing was lost.",
     )
     parser.add_argument("--documents", type=int, help="pre-populated documents (100000)")
     parser.add_argument("--users", type=int, help="Locust users (4: half the keyword knee)")

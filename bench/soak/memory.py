@@ -1,5 +1,7 @@
-"""RSS of every process of the stack, per supervisord program: each program's process tree (the
-RabbitMQ launcher script with its Erlang VM and helpers, …) and supervisord itself.
+"""RSS and anonymous resident memory of every process of the stack, per supervisord program: each
+program's process tree (the RabbitMQ launcher script with its Erlang VM and helpers, …) and
+supervisord itself. Both, because RSS includes the file-backed pages of the embedded store's
+memory-mapped segments (reclaimable page cache), so only the anonymous part tells a leak.
 
 Programs and their PIDs come from `supervisorctl status`, read every sample, so a program that
 supervisord restarted shows up under its new PID (and as a restart).
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from bench import procs
 from harness.stack import Stack
@@ -33,14 +36,22 @@ def parse_status(text: str) -> dict[str, int]:
     return found
 
 
-def program_rss(table: Iterable[procs.Proc], roots: Mapping[str, int]) -> dict[str, float]:
-    """MiB of resident memory of each root's process tree (the root and its descendants), from one
-    reading of /proc. SUPERVISORD counts itself alone: its tree is the whole stack."""
+@dataclass(frozen=True)
+class Memory:
+    """One reading: program -> MiB of its process tree, resident (RSS) and anonymous (RssAnon)."""
+
+    rss_mib: dict[str, float]
+    anon_mib: dict[str, float]
+
+
+def program_memory(table: Iterable[procs.Proc], roots: Mapping[str, int]) -> Memory:
+    """Resident and anonymous memory of each root's process tree (the root and its descendants),
+    from one reading of /proc. SUPERVISORD counts itself alone: its tree is the whole stack."""
     by_pid = {proc.pid: proc for proc in table}
     children: dict[int, list[int]] = {}
     for proc in by_pid.values():
         children.setdefault(proc.ppid, []).append(proc.pid)
-    out = {}
+    rss, anon = {}, {}
     for name, root in roots.items():
         if root not in by_pid:
             continue
@@ -48,8 +59,9 @@ def program_rss(table: Iterable[procs.Proc], roots: Mapping[str, int]) -> dict[s
         if name != SUPERVISORD:
             for pid in tree:  # grows while iterating: breadth first
                 tree.extend(children.get(pid, []))
-        out[name] = sum(by_pid[pid].rss_bytes for pid in tree) / MIB
-    return out
+        rss[name] = sum(by_pid[pid].rss_bytes for pid in tree) / MIB
+        anon[name] = sum(by_pid[pid].anon_bytes for pid in tree) / MIB
+    return Memory(rss_mib=rss, anon_mib=anon)
 
 
 def program_pids(stack: Stack, previous: Mapping[str, int]) -> dict[str, int]:
@@ -65,5 +77,5 @@ def program_pids(stack: Stack, previous: Mapping[str, int]) -> dict[str, int]:
     return found
 
 
-def sample(roots: Mapping[str, int]) -> dict[str, float]:
-    return program_rss(procs.all_procs(), roots)
+def sample(roots: Mapping[str, int]) -> Memory:
+    return program_memory(procs.all_procs(), roots)

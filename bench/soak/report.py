@@ -1,6 +1,9 @@
-"""The soak's results as files and text: the per-minute rows as CSV, a chart (RSS per process and
-search latency over time) as PNG, and a Markdown section for docs/benchmarks.md. It renders what
-bench/soak/findings.py computed and judged; it decides nothing."""
+"""The soak's results as files and text: the per-minute rows as CSV, a chart (RSS and anonymous
+memory per process, search latency over time) as PNG, and a Markdown section for
+docs/benchmarks.md. It renders what bench/soak/findings.py computed and judged; it decides nothing.
+
+Memory is shown both ways, RSS beside anonymous, because the verdict judges the anonymous part
+and a reader seeing only RSS would take the store's mapped segment files for a leak."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from bench.report import Report
 from bench.soak.findings import (
     GROWTH_LIMIT_MIB,
     GROWTH_LIMIT_PCT,
+    Growth,
     Minute,
     SoakResult,
     Verdict,
@@ -35,7 +39,8 @@ def _mib(value: float) -> str:
 
 
 def rows(minutes: list[Minute]) -> list[dict[str, object]]:
-    """One flat dict per minute, the same columns in every row (RSS: one column per program)."""
+    """One flat dict per minute, the same columns in every row (RSS, then anonymous memory: one
+    column per program each)."""
     names = programs(minutes)
     return [
         {
@@ -56,6 +61,7 @@ def rows(minutes: list[Minute]) -> list[dict[str, object]]:
             "stack_cpu_pct": round(row.braid_cpu, 1),
             "restarted": " ".join(row.restarted),
             **{f"rss_{name}_mib": round(row.rss_mib.get(name, math.nan), 1) for name in names},
+            **{f"anon_{name}_mib": round(row.anon_mib.get(name, math.nan), 1) for name in names},
         }
         for row in minutes
     ]
@@ -81,8 +87,12 @@ def plot(path: Path, result: SoakResult) -> None:
     at = [row.minute for row in minutes]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), dpi=110, sharex=True)
     for name in programs(minutes):
-        top.plot(at, [row.rss_mib.get(name, math.nan) for row in minutes], "-", label=name)
-    top.set_ylabel("RSS, MiB (process tree)")
+        rss = [row.rss_mib.get(name, math.nan) for row in minutes]
+        anon = [row.anon_mib.get(name, math.nan) for row in minutes]
+        (line,) = top.plot(at, rss, "-", label=name)
+        top.plot(at, anon, "--", color=line.get_color(), linewidth=0.9)
+    top.plot([], [], "k--", linewidth=0.9, label="dashed: anonymous")
+    top.set_ylabel("MiB per process tree: RSS —, anon --")
     top.set_ylim(bottom=0)
     size = top.twinx()
     size.plot(at, [row.documents for row in minutes], "k:", label="documents (right)")
@@ -114,31 +124,48 @@ def write_files(result: SoakResult, started: float, out: Path) -> dict[str, str]
     return {"per-minute CSV": f"soak/{stamp}.csv", "chart": f"soak/{stamp}.png"}
 
 
+def _pair(rss: float, anon: float, sign: str = "") -> str:
+    """`RSS / anon` in one cell."""
+
+    def one(value: float) -> str:
+        return "–" if math.isnan(value) else f"{value:{sign}.1f}"
+
+    return f"{one(rss)} / {one(anon)}"
+
+
 def _memory_table(report: Report, result: SoakResult, verdict: Verdict) -> None:
+    """One row per process, each cell `RSS / anonymous` in MiB (growth and slope too)."""
     last = result.minutes[-1].minute if result.minutes else 0
     warm = max(1, result.warmup)
+    rss = {item.program: item for item in result.growth("rss")}
+    anon = {item.program: item for item in result.growth("anon")}
+    nothing = Growth("", "rss", math.nan, math.nan, math.nan, math.nan)
+    names = [name for name in programs(result.minutes) if name in rss or name in anon]
+    table = []
+    for name in names:
+        r, a = rss.get(name, nothing), anon.get(name, nothing)
+        table.append(
+            [
+                name + (" **over the limit**" if name in verdict.grown else ""),
+                _pair(r.first_mib, a.first_mib),
+                _pair(r.baseline_mib, a.baseline_mib),
+                _pair(r.end_mib, a.end_mib),
+                _pair(r.growth_mib, a.growth_mib, "+"),
+                _pair(r.growth_pct, a.growth_pct, "+"),
+                _pair(r.slope_mib_h, a.slope_mib_h, "+"),
+            ]
+        )
     report.table(
         [
-            "process",
-            "RSS minute 1, MiB",
+            "process (RSS / anon)",
+            "minute 1, MiB",
             f"end of warm-up (min {warm})",
             f"end (min {last})",
             "growth, MiB",
             "growth, %",
             "slope, MiB/h",
         ],
-        [
-            [
-                item.program + (" **over the limit**" if item.program in verdict.grown else ""),
-                _mib(item.first_mib),
-                _mib(item.baseline_mib),
-                _mib(item.end_mib),
-                f"{item.growth_mib:+.1f}",
-                f"{item.growth_pct:+.1f}",
-                f"{item.slope_mib_h:+.1f}",
-            ]
-            for item in result.growth
-        ],
+        table,
     )
 
 
@@ -174,7 +201,7 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     if minutes:
         report.text(
             f"- collection: {minutes[0].documents:,} documents at minute 1, "
-            f"{minutes[-1].documents:,} at the end (the workload upserts ids 0–99,999: RSS that "
+            f"{minutes[-1].documents:,} at the end (the workload upserts ids 0–99,999: memory that "
             "follows the collection's size is data, not necessarily a leak)"
         )
     report.text(
@@ -183,6 +210,11 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     )
     restarted = ", ".join(result.restarted) or "none"
     report.text(f"- processes restarted by supervisord during the run: {restarted}")
+    report.text(
+        "- memory: the verdict judges anonymous memory (RssAnon), not RSS, because RSS also counts "
+        "the file-backed pages of the store's memory-mapped segments, reclaimable page cache that "
+        "grows with the appendable segment and drops when an optimize swaps in a compacted copy"
+    )
     report.text("")
     _memory_table(report, result, verdict)
     if result.check is not None:
@@ -195,7 +227,7 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     outcome = "pass" if verdict.ok else "FAIL: " + "; ".join(verdict.reasons)
     report.text(
         f"- **verdict: {outcome}** (fails on an error other than 503, a lost write, a restart, "
-        f"or a process grown more than {GROWTH_LIMIT_MIB:.0f} MiB and {GROWTH_LIMIT_PCT:.0f} % "
-        "after the warm-up)"
+        f"or a process whose anonymous memory grew more than {GROWTH_LIMIT_MIB:.0f} MiB and "
+        f"{GROWTH_LIMIT_PCT:.0f} % after the warm-up)"
     )
     report.text("")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import signal
 import time
 from collections.abc import Mapping
@@ -56,12 +57,15 @@ def say(message: str) -> None:
 
 
 def describe(row: Minute) -> str:
-    rss = ", ".join(f"{name} {mib:.0f}" for name, mib in row.rss_mib.items())
+    rss = ", ".join(
+        f"{name} {mib:.0f}/{row.anon_mib.get(name, math.nan):.0f}"
+        for name, mib in row.rss_mib.items()
+    )
     line = (
         f"minute {row.minute}: {row.users} users, {row.rps:.1f} rps, search p50/p95/p99 "
         f"{row.search_p50:.0f}/{row.search_p95:.0f}/{row.search_p99:.0f} ms, errors "
         f"{row.answers.errors}, 503s {row.answers.overloaded}, doc queue {row.doc_queue} (max "
-        f"{row.doc_queue_max}), stack CPU {row.braid_cpu:.0f} %; RSS MiB: {rss}"
+        f"{row.doc_queue_max}), stack CPU {row.braid_cpu:.0f} %; RSS/anon MiB: {rss}"
     )
     if row.restarted:
         line += "; RESTARTED: " + ", ".join(row.restarted)
@@ -108,7 +112,7 @@ class Soak:
         now_totals = await locust.totals()
         seconds = time.monotonic() - started
         pids = await asyncio.to_thread(memory.program_pids, self.stack, self.pids)
-        rss = memory.sample(pids)
+        mem = memory.sample(pids)
         restarted, self.pids = restarts(self.pids, pids), pids
         search = stats.get("search", {})
         row = Minute(
@@ -123,7 +127,8 @@ class Soak:
             doc_queue_max=queue_max,
             documents=await gauges.doc_count(),
             braid_cpu=self.braid.usage().cpu_percent,
-            rss_mib=rss,
+            rss_mib=mem.rss_mib,
+            anon_mib=mem.anon_mib,
             restarted=restarted,
         )
         return row, now_totals

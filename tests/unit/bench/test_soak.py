@@ -6,7 +6,8 @@ import math
 
 from bench.collection import Bulk
 from bench.measure import slope
-from bench.procs import Proc
+from bench.procs import Proc, status_kib_bytes
+from bench.report import Report
 from bench.soak import memory
 from bench.soak.findings import (
     Answers,
@@ -19,14 +20,21 @@ from bench.soak.findings import (
     restarts,
     warmup_minutes,
 )
-from bench.soak.report import rows
+from bench.soak.report import rows, section
 from harness.verify import Verdict as Check
 
 MIB = 1024 * 1024
 QUIET = Answers(requests=600, errors=0, overloaded=0, kinds={})
 
 
-def minute(at: int, rss: dict[str, float], p50: float = 40.0, **extra: object) -> Minute:
+def minute(
+    at: int,
+    rss: dict[str, float],
+    p50: float = 40.0,
+    anon: dict[str, float] | None = None,
+    **extra: object,
+) -> Minute:
+    """A quiet minute; anonymous memory is the RSS unless given."""
     fields: dict = dict(
         minute=at,
         seconds=60.0,
@@ -40,6 +48,7 @@ def minute(at: int, rss: dict[str, float], p50: float = 40.0, **extra: object) -
         documents=1000,
         braid_cpu=100.0,
         rss_mib=rss,
+        anon_mib=dict(rss) if anon is None else anon,
     )
     fields.update(extra)
     return Minute(**fields)
@@ -176,9 +185,17 @@ def test_supervisorctl_status_gives_the_running_programs_by_process_name() -> No
     assert memory.parse_status("unix:///tmp/x/supervisor.sock no such file") == {}
 
 
-def test_a_programs_rss_is_its_whole_process_tree_and_supervisord_its_own() -> None:
+def test_a_programs_memory_is_its_whole_process_tree_and_supervisord_its_own() -> None:
     def proc(pid: int, ppid: int, mib: int) -> Proc:
-        return Proc(pid=pid, ppid=ppid, session=1, cpu_s=0.0, rss_bytes=mib * MIB, command="x")
+        return Proc(
+            pid=pid,
+            ppid=ppid,
+            session=1,
+            cpu_s=0.0,
+            rss_bytes=mib * MIB,
+            command="x",
+            anon_bytes=mib * MIB // 2,
+        )
 
     table = [
         proc(1, 0, 20),  # supervisord
@@ -188,15 +205,75 @@ def test_a_programs_rss_is_its_whole_process_tree_and_supervisord_its_own() -> N
         proc(5, 1, 80),  # api
     ]
     roots = {"rabbitmq": 2, "api-1": 5, "supervisord": 1, "gone": 42}
-    assert memory.program_rss(table, roots) == {
-        "rabbitmq": 123.0,
-        "api-1": 80.0,
-        "supervisord": 20.0,
-    }
+    reading = memory.program_memory(table, roots)
+    assert reading.rss_mib == {"rabbitmq": 123.0, "api-1": 80.0, "supervisord": 20.0}
+    assert reading.anon_mib == {"rabbitmq": 61.5, "api-1": 40.0, "supervisord": 10.0}
 
 
-def test_csv_rows_have_one_rss_column_per_program_in_every_row() -> None:
-    table = rows([minute(1, {"api-1": 80.0}), minute(2, {"api-1": 81.0, "worker": 200.0})])
+def test_anonymous_memory_is_read_from_the_rssanon_line_of_proc_status() -> None:
+    status = "\n".join(
+        [
+            "Name:\tpython3",
+            "VmRSS:\t  876544 kB",
+            "RssAnon:\t  679936 kB",
+            "RssFile:\t  196608 kB",
+            "RssShmem:\t       0 kB",
+        ]
+    )
+    assert status_kib_bytes(status) == 679936 * 1024
+    assert status_kib_bytes(status, "RssFile") == 196608 * 1024
+    assert status_kib_bytes("Name:\tkthreadd\nState:\tS (sleeping)\n") == 0  # kernel thread
+    assert status_kib_bytes("RssAnon:\t\n") == 0
+
+
+def mapped_hour(anon_per_minute: float) -> list[Minute]:
+    """60 minutes of a worker whose RSS climbs 20 MiB a minute with its mapped segment files (and
+    falls back at minute 40, an optimize) while its heap grows `anon_per_minute`."""
+    return [
+        minute(
+            at,
+            {"worker": 900.0 + 20 * (at if at < 40 else at - 35)},
+            anon={"worker": 664.0 + anon_per_minute * at},
+        )
+        for at in range(1, 61)
+    ]
+
+
+def test_the_verdict_judges_anonymous_memory_not_rss() -> None:
+    mapped = result(mapped_hour(anon_per_minute=0.0))
+    (rss,) = mapped.growth("rss")
+    assert rss.over()  # +500 MiB of mapped segment pages: RSS alone would fail it
+    assert judge(mapped).ok
+    leaking = judge(result(mapped_hour(anon_per_minute=2.0)))  # +110 MiB of heap, +16 %
+    assert leaking.grown == ["worker"]
+    assert leaking.reasons == [
+        "worker's anonymous memory grew +110.0 MiB (+16.3 %) after the warm-up (limit: more "
+        "than 20 MiB and 10 %)"
+    ]
+
+
+def test_csv_rows_have_an_rss_and_an_anon_column_per_program_in_every_row() -> None:
+    table = rows(
+        [
+            minute(1, {"api-1": 80.0}, anon={"api-1": 60.0}),
+            minute(2, {"api-1": 81.0, "worker": 200.0}, anon={"api-1": 61.0, "worker": 150.0}),
+        ]
+    )
     assert list(table[0]) == list(table[1])
     assert table[0]["rss_api-1_mib"] == 80.0 and math.isnan(table[0]["rss_worker_mib"])
+    assert table[0]["anon_api-1_mib"] == 60.0 and math.isnan(table[0]["anon_worker_mib"])
+    assert table[1]["anon_worker_mib"] == 150.0
     assert table[1]["rps"] == 10.0
+
+
+def test_the_memory_table_shows_rss_and_anon_and_marks_anon_growth() -> None:
+    run = result(mapped_hour(anon_per_minute=2.0))
+    doc = Report(title="soak", machine="test", command="test")
+    section(doc, run, judge(run), files={})
+    text = "\n".join(doc.lines)
+    assert "judges anonymous memory (RssAnon), not RSS" in text
+    (line,) = [row for row in doc.lines if row.startswith("| worker")]
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[0] == "worker **over the limit**"
+    assert cells[1:4] == ["920.0 / 666.0", "1000.0 / 674.0", "1400.0 / 784.0"]
+    assert cells[4] == "+400.0 / +110.0"

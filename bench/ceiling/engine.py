@@ -1,0 +1,146 @@
+"""The engine alone: the exact batch queries Braid's worker sends for a search, run directly against
+the collection's shard with qdrant-edge in this process, in 1 and N threads.
+
+The requests are built with the worker's own code (worker.querying's arms and candidate window,
+core.lexical's query vectors with each slot's parameters, edge_convert's request with IDF over the
+live points), so the engine answers the same question Braid asks; the fused top 10 of each answer is
+compared with Braid's over HTTP to prove it. The shard is opened the way the worker opens it
+(edge_folder.load), after the worker stopped and closed it, holding the folder's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from uuid import UUID
+
+import qdrant_edge as qe
+
+from core.enums import FusionMode
+from core.lexical import query_vector
+from core.schemas.collection import CollectionConfig
+from core.schemas.search import SearchQuery
+from worker.filtering import point_filter
+from worker.fusion import fuse
+from worker.querying import candidate_window, plan_arms
+from worker.store import edge_convert as convert
+from worker.store import edge_folder as folder
+from worker.store.ids import point_id
+from worker.store.protocol import ArmQuery, CollectionSchema
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One search as the worker plans it: an ArmQuery per arm, with the arms' weights."""
+
+    arms: list[ArmQuery]
+    weights: list[float]
+    fusion: FusionMode
+    limit: int
+
+
+def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
+    """The arm queries of a search body, as worker.querying.Searcher builds them (lexical arms)."""
+    query = SearchQuery.model_validate(body)
+    arms = plan_arms(config, query)
+    window = candidate_window(query)
+    where = point_filter(
+        config, query.metadata_filter, query.document_tags, query.document_tags_match_all
+    )
+    requests = []
+    for arm in arms:
+        if not arm.slot.kind.is_lexical:
+            raise ValueError(f"{arm.slot.name}: the ceiling measures lexical arms only")
+        vector = query_vector(query.query, arm.slot.lexical_params(), arm.trigram_weight)
+        requests.append(ArmQuery(arm.slot.name, vector, window, where))
+    return Planned(requests, [arm.weight for arm in arms], query.fusion_mode, query.limit)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A search in the engine's terms: the batch request and the point ids of its fused top."""
+
+    batch: qe.QueryBatchRequest
+    top_points: list[int | UUID | str]  # the engine's point ids, as retrieve takes them
+    top_docs: list[str]
+
+
+def compile_all(
+    engine: qe.EdgeShard, schema: CollectionSchema, searches: Sequence[Planned]
+) -> list[Compiled]:
+    """Engine requests for every search; runs each once (a warm-up) to fuse its top like the
+    worker does, so the timed loops fetch the same payloads the worker would."""
+    idf = {slot.name for slot in schema.sparse if slot.idf}
+    out = []
+    for search in searches:
+        batch = qe.QueryBatchRequest([convert.to_request(a, a.slot in idf) for a in search.arms])
+        hits = [[convert.to_hit(p) for p in points] for points in engine.query_batch(batch)]
+        top = [f.doc_id for f in fuse(hits, search.weights, search.fusion)[: search.limit]]
+        points: list[int | UUID | str] = [point_id(doc) for doc in top]
+        out.append(Compiled(batch, points, top))
+    return out
+
+
+@contextlib.contextmanager
+def open_shard(root: Path, name: str) -> Iterator[tuple[qe.EdgeShard, CollectionSchema]]:
+    """The collection's shard, owned as the worker owns it (StoreLocked while a worker holds it)."""
+    lock = folder.take_lock(root)
+    try:
+        engine, schema = folder.load(root / name)
+        try:
+            yield engine, schema
+        finally:
+            engine.close()
+    finally:
+        lock.close()
+
+
+@dataclass(frozen=True)
+class Timing:
+    searches: int
+    seconds: float
+    cpu_s: float  # the whole process, every thread
+
+
+def query_only(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
+    def work(index: int) -> None:
+        engine.query_batch(compiled[index].batch)
+
+    return work
+
+
+def with_retrieve(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
+    def work(index: int) -> None:
+        search = compiled[index]
+        engine.query_batch(search.batch)
+        engine.retrieve(search.top_points, True, False)  # payloads, no vectors: as the worker
+
+    return work
+
+
+def timed(work: Callable[[int], None], count: int, threads: int, seconds: float) -> Timing:
+    """Run `work` over searches 0..count-1 (cycled) in `threads` threads for `seconds`."""
+    done = [0] * threads
+    start = threading.Barrier(threads + 1)
+
+    def loop(slot: int) -> None:
+        start.wait()
+        deadline = time.perf_counter() + seconds
+        index, n = slot, 0
+        while time.perf_counter() < deadline:
+            work(index % count)
+            index, n = index + threads, n + 1
+        done[slot] = n
+
+    pool = [threading.Thread(target=loop, args=(slot,)) for slot in range(threads)]
+    for thread in pool:
+        thread.start()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    start.wait()
+    for thread in pool:
+        thread.join()
+    return Timing(sum(done), time.perf_counter() - wall0, time.process_time() - cpu0)

@@ -1,0 +1,141 @@
+"""What the ceiling run found and how it reads: one row per measurement (Braid end to end, the
+engine alone in 1 and N threads), CPU-milliseconds per search by process, and the Markdown section
+with the method and the table. Pure: no stack, no engine, so the arithmetic and the table are
+unit-tested."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bench.ceiling.cpu import GROUPS
+from bench.report import Report
+
+HEADING = "## Engine ceiling (bench/ceiling)"
+ENGINE = "engine"  # the CPU column of the rows measured in the benchmark's own process
+COLUMNS = (*GROUPS, ENGINE)
+DASH = "–"
+
+
+def ms_per_search(cpu_s: float, searches: int) -> float:
+    """CPU milliseconds per search; NaN when nothing was searched."""
+    return cpu_s * 1000.0 / searches if searches > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured window: searches answered in it, its length, and CPU seconds per column."""
+
+    name: str
+    searches: int
+    seconds: float
+    cpu_s: Mapping[str, float]  # column (COLUMNS) -> CPU seconds used in the window
+    p50_ms: float = math.nan
+    p99_ms: float = math.nan
+    generator_cpu_s: float = math.nan  # the load generator (end to end only), not in the total
+    errors: int = 0
+
+    @property
+    def per_s(self) -> float:
+        return self.searches / self.seconds if self.seconds > 0 else math.nan
+
+    def ms(self, column: str) -> float:
+        """CPU-ms per search of one column; NaN where the row has no such process."""
+        if column not in self.cpu_s:
+            return math.nan
+        return ms_per_search(self.cpu_s[column], self.searches)
+
+    @property
+    def total_ms(self) -> float:
+        return ms_per_search(sum(self.cpu_s.values()), self.searches)
+
+    @property
+    def generator_ms(self) -> float:
+        return ms_per_search(self.generator_cpu_s, self.searches)
+
+
+def ratio(braid: Row, row: Row) -> float:
+    """How many times the CPU of a search through Braid is the CPU of one in `row`."""
+    if not row.total_ms > 0:
+        return math.nan
+    return braid.total_ms / row.total_ms
+
+
+@dataclass
+class Ceiling:
+    documents: int
+    concurrency: int
+    seconds: float
+    threads: int
+    queries: int  # distinct query texts, cycled
+    braid: Row
+    engine: list[Row] = field(default_factory=list)
+    agreement: tuple[int, int] = (0, 0)  # queries whose top 10 matched Braid's answer, compared
+    restarted: list[str] = field(default_factory=list)
+    engine_version: str = ""
+
+
+def cell(value: float, digits: int = 2) -> str:
+    return DASH if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+HEADER = [
+    "run", "searches/s", "p50 ms", "p99 ms",
+    *(f"{column} CPU-ms" for column in COLUMNS),
+    "total CPU-ms", "Braid total ÷ this", "load generator CPU-ms",
+]  # fmt: skip
+
+
+def table_rows(result: Ceiling) -> list[list[str]]:
+    """The table's cells, Braid end to end first; CPU in milliseconds per search."""
+    out = []
+    for row in [result.braid, *result.engine]:
+        times = ratio(result.braid, row)
+        out.append(
+            [
+                row.name,
+                cell(row.per_s, 1),
+                cell(row.p50_ms, 1),
+                cell(row.p99_ms, 1),
+                *(cell(row.ms(column)) for column in COLUMNS),
+                f"**{cell(row.total_ms)}**",
+                DASH if math.isnan(times) else f"{times:.1f}×",
+                cell(row.generator_ms),
+            ]
+        )
+    return out
+
+
+def method(result: Ceiling) -> list[str]:
+    same, compared = result.agreement
+    return [
+        f"{result.documents:,} documents of the load study's keyword collection (`load`: one "
+        "`keyword` vector over name and content, so two sparse arms per search), bulk-loaded and "
+        f"indexed. **Braid end to end**: {result.queries:,} seed-workload queries (Faker "
+        "`sentence(5)`, limit 10, every default, searches only) sent over HTTP by an asyncio "
+        f"client in the benchmark's process, {result.concurrency} at a time, "
+        f"{result.seconds:.0f} s measured after a warm-up; CPU of each supervisord program's "
+        "process tree from /proc over the window (broker: RabbitMQ and epmd; other: "
+        "supervisord). **Engine**: then the worker is stopped (it closes the store) and the same "
+        f"shard folder is opened with qdrant-edge-py {result.engine_version} in the benchmark's "
+        "process; each search is the batch the worker sends (built with Braid's own code: arms, "
+        "lexical query vectors, IDF over live points, candidate window 15), then for 'query + "
+        "retrieve' the payloads of the fused top 10, as the worker fetches them; fusion was done "
+        f"once beforehand. 1 thread, then {result.threads} (one per core), {result.seconds:.0f} s "
+        "each; CPU is the process's CPU time over the window. The engine's top 10 matched "
+        f"Braid's answer for {same:,} of {compared:,} queries.",
+        "",
+    ]
+
+
+def section(report: Report, result: Ceiling) -> None:
+    """The method, the table and what to watch for, into `report`."""
+    for line in method(result):
+        report.text(line)
+    report.table(HEADER, table_rows(result))
+    if result.braid.errors:
+        report.text(f"Braid answered {result.braid.errors} searches with an error in the window.")
+    if result.restarted:
+        names = ", ".join(result.restarted)
+        report.text(f"Restarted during the window (their CPU reads low): {names}.")
