@@ -3,7 +3,6 @@ numbers Amgix published for Amgix One."""
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.loadrun import GROWTH_LIMIT
-from bench.report import Report
+from bench.report import Report, write_csv
 
 if TYPE_CHECKING:
     from bench.loadrun import ConfigResult, Level, Plan
@@ -67,15 +66,6 @@ def level_table(report: Report, levels: list[Level]) -> None:
             for level in levels
         ],
     )
-
-
-def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
-    if not rows:
-        return
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def plot_levels(path: Path, result: ConfigResult) -> None:

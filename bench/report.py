@@ -1,7 +1,9 @@
-"""What a benchmark run found, as a markdown section appended to docs/benchmarks.md."""
+"""What a benchmark run found, as a markdown section appended to docs/benchmarks.md (and its
+rows as CSV beside it)."""
 
 from __future__ import annotations
 
+import csv
 import os
 import platform
 import shlex
@@ -96,3 +98,13 @@ class Report:
         end = len(current) if after < 0 else after
         section = "\n\n" + self.markdown()
         path.write_text(current[:end].rstrip() + section + current[end:].rstrip() + "\n")
+
+
+def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
+    """Rows of one table, the first row's keys as the header; nothing for no rows."""
+    if not rows:
+        return
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

@@ -7,12 +7,11 @@ and a reader seeing only RSS would take the store's mapped segment files for a l
 
 from __future__ import annotations
 
-import csv
 import math
 import time
 from pathlib import Path
 
-from bench.report import Report
+from bench.report import Report, write_csv
 from bench.soak.findings import (
     GROWTH_LIMIT_MIB,
     GROWTH_LIMIT_PCT,
@@ -67,16 +66,6 @@ def rows(minutes: list[Minute]) -> list[dict[str, object]]:
     ]
 
 
-def write_csv(path: Path, minutes: list[Minute]) -> None:
-    table = rows(minutes)
-    if not table:
-        return
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=list(table[0]))
-        writer.writeheader()
-        writer.writerows(table)
-
-
 def plot(path: Path, result: SoakResult) -> None:
     import matplotlib
 
@@ -119,7 +108,7 @@ def write_files(result: SoakResult, started: float, out: Path) -> dict[str, str]
     """CSV and PNG under `out`; returns their links relative to docs/."""
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M", time.gmtime(started))
-    write_csv(out / f"{stamp}.csv", result.minutes)
+    write_csv(out / f"{stamp}.csv", rows(result.minutes))
     plot(out / f"{stamp}.png", result)
     return {"per-minute CSV": f"soak/{stamp}.csv", "chart": f"soak/{stamp}.png"}
 
