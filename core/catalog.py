@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
+from core.errors import CollectionNotFound
 from core.names import RedisKeys
 from core.redis_client import as_text
 from core.schemas.collection import CollectionConfig
@@ -16,6 +17,14 @@ class Catalog:
     async def get(self, name: str) -> CollectionConfig | None:
         raw = await self._redis.hget(RedisKeys.collections(), name)
         return CollectionConfig.model_validate_json(raw) if raw else None
+
+    async def require(self, name: str) -> CollectionConfig:
+        """The config, or CollectionNotFound ("Configuration not found", 404): the one place
+        that says what a missing collection answers."""
+        config = await self.get(name)
+        if config is None:
+            raise CollectionNotFound()
+        return config
 
     async def exists(self, name: str) -> bool:
         return bool(await self._redis.hexists(RedisKeys.collections(), name))

@@ -138,9 +138,7 @@ class Admin:
         return Ack()
 
     async def get_document(self, request: GetDocument) -> DocumentReply:
-        config = await self._catalog.get(request.collection)
-        if config is None:
-            raise CollectionNotFound()
+        config = await self._catalog.require(request.collection)
         points = await self._store.retrieve(
             request.collection, [request.doc_id], with_vectors=request.with_vectors
         )

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from core.catalog import Catalog
-from core.errors import CollectionNotFound, InvalidInput
+from core.errors import InvalidInput
 from core.messages import FetchDocuments, FetchReply
 from core.schemas.collection import CollectionConfig
 from worker.filtering import point_filter
@@ -26,9 +26,7 @@ class Browser:
         self._joiner = joiner
 
     async def fetch(self, call: FetchDocuments) -> FetchReply:
-        config = await self._catalog.get(call.collection)
-        if config is None:
-            raise CollectionNotFound()
+        config = await self._catalog.require(call.collection)
         request = call.request
         where = point_filter(
             config,

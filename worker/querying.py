@@ -11,7 +11,7 @@ from typing import Any
 
 from core.catalog import Catalog
 from core.enums import VectorType
-from core.errors import CollectionNotFound, InvalidInput
+from core.errors import InvalidInput
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
 from worker.facets import cap_groups, facet_counts, group_value
@@ -123,9 +123,7 @@ class Searcher:
 
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
         started = time.perf_counter()
-        config = await self._catalog.get(collection)
-        if config is None:
-            raise CollectionNotFound()
+        config = await self._catalog.require(collection)
         arms = plan_arms(config, query)
         where = point_filter(
             config, query.metadata_filter, query.document_tags, query.document_tags_match_all

@@ -7,7 +7,6 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from app.context import ApiContext
-from core.errors import CollectionNotFound
 from core.messages import SearchRequest, WorkerCall, WorkerRequest
 from core.names import SEARCH_QUEUE, WORKER_RPC_QUEUE
 from core.schemas.collection import CollectionConfig
@@ -23,10 +22,7 @@ async def call_worker(ctx: ApiContext, request: WorkerRequest, reply_type: type[
 
 
 async def require_collection(ctx: ApiContext, name: str) -> CollectionConfig:
-    config = await ctx.catalog.get(name)
-    if config is None:
-        raise CollectionNotFound()
-    return config
+    return await ctx.catalog.require(name)
 
 
 async def search(ctx: ApiContext, collection: str, query: SearchQuery) -> SearchResponse:
