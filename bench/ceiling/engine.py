@@ -136,7 +136,8 @@ def timed(work: Callable[[int], None], count: int, threads: int, seconds: float)
             index, n = index + threads, n + 1
         done[slot] = n
 
-    pool = [threading.Thread(target=loop, args=(slot,)) for slot in range(threads)]
+    # Daemons: an interrupted run exits instead of waiting out the window.
+    pool = [threading.Thread(target=loop, args=(slot,), daemon=True) for slot in range(threads)]
     for thread in pool:
         thread.start()
     cpu0, wall0 = time.process_time(), time.perf_counter()

@@ -51,6 +51,11 @@ class Row:
         return ms_per_search(sum(self.cpu_s.values()), self.searches)
 
     @property
+    def cores(self) -> float:
+        """CPU in use over the window, in cores: whether more threads bought more CPU."""
+        return sum(self.cpu_s.values()) / self.seconds if self.seconds > 0 else math.nan
+
+    @property
     def generator_ms(self) -> float:
         return ms_per_search(self.generator_cpu_s, self.searches)
 
@@ -129,11 +134,22 @@ def method(result: Ceiling) -> list[str]:
     ]
 
 
+def busy(result: Ceiling) -> str:
+    """One line: CPU in use per row, in cores (CPU seconds ÷ window)."""
+    braid = result.braid
+    generator = cell(braid.generator_cpu_s / braid.seconds)
+    parts = [f"{braid.name} {cell(braid.cores)} (load generator {generator})"]
+    parts += [f"{row.name} {cell(row.cores)}" for row in result.engine]
+    return "CPU in use, in cores (CPU seconds ÷ window): " + "; ".join(parts) + "."
+
+
 def section(report: Report, result: Ceiling) -> None:
     """The method, the table and what to watch for, into `report`."""
     for line in method(result):
         report.text(line)
     report.table(HEADER, table_rows(result))
+    report.text(busy(result))
+    report.text()
     if result.braid.errors:
         report.text(f"Braid answered {result.braid.errors} searches with an error in the window.")
     if result.restarted:

@@ -68,11 +68,13 @@ async def settle(store: Path, say: Say) -> None:
     the worker's CPU): the optimized copy's folder is there exactly while one runs."""
     copy = store / f"{OPTIMIZING}{workload.COLLECTION}"
     deadline = time.monotonic() + SETTLE_LIMIT_S
-    quiet = 0
+    quiet, told = 0, False
     while quiet < QUIET_CHECKS and time.monotonic() < deadline:
-        quiet = 0 if copy.exists() else quiet + 1
-        if copy.exists():
+        running = copy.exists()
+        quiet = 0 if running else quiet + 1
+        if running and not told:
             say("waiting for the worker's optimize to finish")
+            told = True
         await asyncio.sleep(1.0)
 
 
