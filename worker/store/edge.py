@@ -16,6 +16,7 @@ import qdrant_edge as qe
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store import edge_optimize as optimizer
+from worker.store import heap
 from worker.store.gate import Gate
 from worker.store.ids import point_id, stored_payload
 from worker.store.protocol import (
@@ -232,6 +233,8 @@ class EdgeStore:
                 )
                 shard.base = await _in_thread(_count, shard.engine)
                 shard.changed, shard.checked = shard.changed - seen, True
+            # Outside the gate: searches go on while malloc returns what the swap freed.
+            await asyncio.to_thread(heap.release_free_heap)
             log.info(
                 "optimized %s in %.2fs (%d writes replayed)",
                 name,
