@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +147,24 @@ class TreeMeter:
             rss_gb=sum(proc.rss_bytes for proc in procs) / 1e9,
             by_process=[(label(pid), used / elapsed * 100.0) for pid, used in ranked],
         )
+
+
+def program_trees(
+    table: Iterable[Proc], roots: Mapping[str, int], alone: frozenset[str] = frozenset()
+) -> dict[str, list[Proc]]:
+    """Each root's process tree (the root and its descendants) from one reading of /proc; the
+    roots named in `alone` count themselves only (supervisord: its tree is the whole stack)."""
+    by_pid = {proc.pid: proc for proc in table}
+    children: dict[int, list[int]] = {}
+    for proc in by_pid.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    trees = {}
+    for name, root in roots.items():
+        if root not in by_pid:
+            continue
+        tree = [root]
+        if name not in alone:
+            for pid in tree:  # grows while iterating: breadth first
+                tree.extend(children.get(pid, []))
+        trees[name] = [by_pid[pid] for pid in tree]
+    return trees

@@ -163,10 +163,10 @@ class Joiner:
             keys = PointFilter(metadata=expr)
         for child in await self._children(spec.child, keys):
             shaped = public_document(child)
-            values = _join_values(shaped, spec.child_key)  # before `exclude` drops metadata
+            keyed_by = _join_values(shaped, spec.child_key)  # before `exclude` drops metadata
             for excluded in exclude:
                 shaped[excluded] = None
-            for value in values:
+            for value in keyed_by:
                 for document in wanted.get(value, []):
                     document["joined"][spec.child].append(shaped)
 

@@ -34,19 +34,8 @@ def group(program: str) -> str:
 
 def program_cpu(table: Iterable[procs.Proc], roots: Mapping[str, int]) -> dict[str, float]:
     """CPU seconds so far of each root's process tree, from one reading of /proc."""
-    by_pid = {proc.pid: proc for proc in table}
-    children: dict[int, list[int]] = {}
-    for proc in by_pid.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    found = {}
-    for name, root in roots.items():
-        if root not in by_pid:
-            continue
-        tree = [root]
-        if name != SUPERVISORD:
-            for pid in tree:  # grows while iterating: breadth first
-                tree.extend(children.get(pid, []))
-        found[name] = sum(by_pid[pid].cpu_s for pid in tree)
+    trees = procs.program_trees(table, roots, alone=frozenset({SUPERVISORD}))
+    found = {name: sum(p.cpu_s for p in tree) for name, tree in trees.items()}
     return found
 
 

@@ -47,20 +47,9 @@ class Memory:
 def program_memory(table: Iterable[procs.Proc], roots: Mapping[str, int]) -> Memory:
     """Resident and anonymous memory of each root's process tree (the root and its descendants),
     from one reading of /proc. SUPERVISORD counts itself alone: its tree is the whole stack."""
-    by_pid = {proc.pid: proc for proc in table}
-    children: dict[int, list[int]] = {}
-    for proc in by_pid.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    rss, anon = {}, {}
-    for name, root in roots.items():
-        if root not in by_pid:
-            continue
-        tree = [root]
-        if name != SUPERVISORD:
-            for pid in tree:  # grows while iterating: breadth first
-                tree.extend(children.get(pid, []))
-        rss[name] = sum(by_pid[pid].rss_bytes for pid in tree) / MIB
-        anon[name] = sum(by_pid[pid].anon_bytes for pid in tree) / MIB
+    trees = procs.program_trees(table, roots, alone=frozenset({SUPERVISORD}))
+    rss = {name: sum(p.rss_bytes for p in tree) / MIB for name, tree in trees.items()}
+    anon = {name: sum(p.anon_bytes for p in tree) / MIB for name, tree in trees.items()}
     return Memory(rss_mib=rss, anon_mib=anon)
 
 
