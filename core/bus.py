@@ -10,7 +10,6 @@ Unavailable (503) instead of hanging.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -28,6 +27,15 @@ from aio_pika.abc import (
 from aiormq.exceptions import AMQPError, DeliveryError
 from pydantic import BaseModel
 
+from core.delivery import (
+    CHANNEL_GONE,
+    ERROR_MESSAGE,
+    ERROR_STATUS,
+    QueueState,
+    queue_states,
+    reply_message,
+    settle,
+)
 from core.errors import (
     BraidError,
     QueueFull,
@@ -36,6 +44,7 @@ from core.errors import (
     dependency_error,
     error_for_status,
 )
+from core.retry import reconnect_delay_s
 from core.topology import QueueSpec
 
 log = logging.getLogger(__name__)
@@ -43,43 +52,6 @@ log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
 OnMessage = Callable[[AbstractIncomingMessage], Awaitable[None]]
-ERROR_STATUS = "x-error-status"
-ERROR_MESSAGE = "x-error-message"
-# Errors that mean "the channel or connection went away": the broker redelivers what was unacked.
-CHANNEL_GONE = (AMQPError, ConnectionError, RuntimeError)
-RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0)
-
-
-def reconnect_delay_s(attempt: int) -> float:
-    """Delay before reconnect attempt `attempt` (0-based): short first, then every 2 s."""
-    return RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]
-
-
-async def settle(message: AbstractIncomingMessage, *, requeue: bool | None = None) -> bool:
-    """Ack a message (or nack it with `requeue`); False when its channel is gone.
-
-    A message whose channel closed is redelivered by the broker, so a failed settle is only
-    logged: processing is idempotent (DESIGN invariant 3)."""
-    try:
-        if requeue is None:
-            await message.ack()
-        else:
-            await message.nack(requeue=requeue)
-        return True
-    except CHANNEL_GONE as exc:
-        log.debug("could not settle a message (the broker redelivers it): %s", exc)
-        return False
-
-
-def channel_open(message: AbstractIncomingMessage) -> bool:
-    """Whether the message's channel still lives (if not, the broker redelivers it)."""
-    return not message.channel.is_closed
-
-
-@dataclass(frozen=True)
-class QueueState:
-    messages: int  # ready for delivery
-    consumers: int
 
 
 @dataclass
@@ -240,21 +212,10 @@ class Bus:
         """Answer an RPC request (no-op when the caller asked for no answer)."""
         if not request.reply_to:
             return
-        headers: dict[str, Any] | None = None
-        body: BaseModel = _EMPTY
-        if isinstance(result, BraidError):
-            headers = {ERROR_STATUS: result.status, ERROR_MESSAGE: result.message}
-        else:
-            body = result
         channel = await self._channel()
         try:
             await channel.default_exchange.publish(
-                aio_pika.Message(
-                    body.model_dump_json().encode(),
-                    correlation_id=request.correlation_id,
-                    headers=headers,
-                ),
-                routing_key=request.reply_to,
+                reply_message(request, result), routing_key=request.reply_to
             )
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
@@ -318,28 +279,9 @@ class Bus:
 
     async def queue_states(self, queues: Sequence[str]) -> dict[str, QueueState | None]:
         """(messages ready, consumers) of each queue; None for one missing or unreachable."""
-        states: dict[str, QueueState | None] = dict.fromkeys(queues)
-        channel: AbstractChannel | None = None
-        try:
-            for queue in queues:
-                if not self.is_connected or self._connection is None:
-                    break
-                if channel is None or channel.is_closed:
-                    channel = await self._connection.channel()
-                try:
-                    result = (await channel.declare_queue(queue, passive=True)).declaration_result
-                except CHANNEL_GONE:  # a passive declare of a missing queue closes the channel
-                    continue
-                states[queue] = QueueState(
-                    int(result.message_count or 0), int(result.consumer_count or 0)
-                )
-        except CHANNEL_GONE as exc:
-            log.debug("reading queue states: %s", exc)
-        finally:
-            if channel is not None and not channel.is_closed:
-                with contextlib.suppress(*CHANNEL_GONE):
-                    await channel.close()
-        return states
+        if not self.is_connected or self._connection is None:
+            return dict.fromkeys(queues)
+        return await queue_states(self._connection, queues)
 
     async def queue_depth(self, queue: str) -> int:
         state = (await self.queue_states([queue]))[queue]
@@ -456,10 +398,3 @@ class Bus:
 
 async def _declare(channel: AbstractChannel, spec: QueueSpec) -> AbstractQueue:
     return await channel.declare_queue(spec.name, durable=spec.durable, arguments=spec.arguments)
-
-
-class _Empty(BaseModel):
-    pass
-
-
-_EMPTY = _Empty()

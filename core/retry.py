@@ -13,3 +13,12 @@ def backoff_s(try_count: int, base_s: float = 0.5, cap_s: float = 30.0) -> float
 def should_give_up(try_count: int, max_tries: int) -> bool:
     """After `max_tries` failed attempts the item is marked failed and leaves the queue."""
     return try_count >= max_tries
+
+
+RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0)
+
+
+def reconnect_delay_s(attempt: int) -> float:
+    """Delay before reconnect attempt `attempt` (0-based) to the broker: short first, then every
+    2 s."""
+    return RECONNECT_BACKOFF_S[min(attempt, len(RECONNECT_BACKOFF_S) - 1)]

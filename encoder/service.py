@@ -10,7 +10,8 @@ from aio_pika.abc import AbstractIncomingMessage
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
-from core.bus import Bus, settle
+from core.bus import Bus
+from core.delivery import settle
 from core.enums import EmbedOutput, EncoderRole
 from core.errors import BraidError, InvalidInput
 from core.messages import EmbedReply, EmbedRequest

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from aio_pika.abc import AbstractIncomingMessage
 
-from core.bus import channel_open, settle
+from core.delivery import channel_open, settle
 from core.enums import DocumentStatus
 from core.errors import RpcTimeout, dependency_error
 from core.ledger import Ledger

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from redis.exceptions import RedisError
 
 from app.context import ApiContext
-from core.bus import QueueState
+from core.delivery import QueueState
 from core.enums import EmbedKind
 from core.holders import live_holders, parse_registry
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys, holder_queue

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from app.services.readiness import INDEX_QUEUES, QUERY_QUEUES, Observed, judge
-from core.bus import QueueState
+from core.delivery import QueueState
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
 
 NOW = 1_000_000.0

@@ -1,0 +1,101 @@
+"""One delivery and one queue as a consumer sees them: settling a message whose channel may be
+gone, the answer to an RPC request, and a queue's depth and consumers (what readiness reads)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
+from aiormq.exceptions import AMQPError
+from pydantic import BaseModel
+
+from core.errors import BraidError
+
+log = logging.getLogger(__name__)
+
+# An RPC answer that is an error carries its status and message in these headers, and no body.
+ERROR_STATUS = "x-error-status"
+ERROR_MESSAGE = "x-error-message"
+# Errors that mean "the channel or connection went away": the broker redelivers what was unacked.
+CHANNEL_GONE = (AMQPError, ConnectionError, RuntimeError)
+
+
+async def settle(message: AbstractIncomingMessage, *, requeue: bool | None = None) -> bool:
+    """Ack a message (or nack it with `requeue`); False when its channel is gone.
+
+    A message whose channel closed is redelivered by the broker, so a failed settle is only
+    logged: processing is idempotent (DESIGN invariant 3)."""
+    try:
+        if requeue is None:
+            await message.ack()
+        else:
+            await message.nack(requeue=requeue)
+        return True
+    except CHANNEL_GONE as exc:
+        log.debug("could not settle a message (the broker redelivers it): %s", exc)
+        return False
+
+
+def channel_open(message: AbstractIncomingMessage) -> bool:
+    """Whether the message's channel still lives (if not, the broker redelivers it)."""
+    return not message.channel.is_closed
+
+
+@dataclass(frozen=True)
+class QueueState:
+    messages: int  # ready for delivery
+    consumers: int
+
+
+async def queue_states(
+    connection: AbstractConnection, queues: Sequence[str]
+) -> dict[str, QueueState | None]:
+    """(messages ready, consumers) of each queue, read on a channel of its own; None for one
+    missing or unreachable."""
+    states: dict[str, QueueState | None] = dict.fromkeys(queues)
+    channel: AbstractChannel | None = None
+    try:
+        for queue in queues:
+            if connection.is_closed:
+                break
+            if channel is None or channel.is_closed:
+                channel = await connection.channel()
+            try:
+                result = (await channel.declare_queue(queue, passive=True)).declaration_result
+            except CHANNEL_GONE:  # a passive declare of a missing queue closes the channel
+                continue
+            states[queue] = QueueState(
+                int(result.message_count or 0), int(result.consumer_count or 0)
+            )
+    except CHANNEL_GONE as exc:
+        log.debug("reading queue states: %s", exc)
+    finally:
+        if channel is not None and not channel.is_closed:
+            with contextlib.suppress(*CHANNEL_GONE):
+                await channel.close()
+    return states
+
+
+class _Empty(BaseModel):
+    pass
+
+
+def reply_message(
+    request: AbstractIncomingMessage, result: BaseModel | BraidError
+) -> aio_pika.Message:
+    """The answer to an RPC request: the reply's JSON, or an error's status and message."""
+    if isinstance(result, BraidError):
+        headers: dict[str, Any] = {ERROR_STATUS: result.status, ERROR_MESSAGE: result.message}
+        return aio_pika.Message(
+            _Empty().model_dump_json().encode(),
+            correlation_id=request.correlation_id,
+            headers=headers,
+        )
+    return aio_pika.Message(
+        result.model_dump_json().encode(), correlation_id=request.correlation_id
+    )
