@@ -23,13 +23,17 @@ from core.metadata import INT64_MAX, INT64_MIN
 _REASONS = (
     ("surrogate", "text must be valid Unicode: a \\uD800-\\uDFFF escape must be a surrogate pair"),
     ("infinity", "numbers must be finite and within ±1.8e308"),
-    ("unexpected character", "not JSON (NaN and Infinity are not JSON numbers)"),
-    ("no digit after minus sign", "not JSON (NaN and Infinity are not JSON numbers)"),
 )
+# orjson says only this where a NaN or Infinity stands, as for any other stray character: keep
+# its words, say where, and add the hint.
+_NOT_A_NUMBER = ("unexpected character", "no digit after minus sign")
+NAN_HINT = "NaN and Infinity are not JSON numbers"
 OUT_OF_RANGE = f"integers must be between {INT64_MIN} and {INT64_MAX}"
 
 
-def _reason(message: str) -> str:
+def _reason(message: str, position: int) -> str:
+    if any(marker in message for marker in _NOT_A_NUMBER):
+        return f"{message} at position {position} ({NAN_HINT})"
     return next((reason for marker, reason in _REASONS if marker in message), message)
 
 
@@ -70,7 +74,7 @@ def strict_loads(raw: bytes) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # The document is left out on purpose: error answers never echo the input back.
-        raise json.JSONDecodeError(_reason(exc.msg), "", 0) from None
+        raise json.JSONDecodeError(_reason(exc.msg, exc.pos), "", 0) from None
     numbers = numbers_in(value)
     if any(isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers):
         raise json.JSONDecodeError(OUT_OF_RANGE, "", 0)
