@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.catalog import Catalog
-from core.enums import VectorType
+from core.enums import IndexField, VectorType
 from core.errors import InvalidInput
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
 from worker.facets import cap_groups, facet_counts, group_value
 from worker.filtering import metadata_indexes, point_filter, require_indexed
-from worker.fusion import Fused, fuse
+from worker.fusion import Fused, Retriever, fuse
 from worker.joining import Joiner, join_specs
 from worker.payload import public_document
 from worker.slots import Slot, slots
@@ -26,6 +26,14 @@ from worker.vectorizer import Vectorizer, custom_query_vector
 FACET_MIN_WINDOW = 50
 MAX_WINDOW = 10_000  # candidates per arm, however many group refetches ask for
 
+# A vector searched without a field (every vector when vector_options is empty) is one retriever
+# summing its fields' raw scores with these weights: a title match counts, but less than the
+# body's. When several arms are fused, each fetches at least DEFAULT_WINDOW candidates, so the
+# fusion sees every retriever's scores well past its top few. Measured on SciFact in
+# docs/relevance.md.
+FIELD_WEIGHTS = {IndexField.NAME: 0.4, IndexField.DESCRIPTION: 0.7, IndexField.CONTENT: 1.0}
+DEFAULT_WINDOW = 100
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -33,15 +41,19 @@ class Arm:
     weight: float
     trigram_weight: float
     custom: Any = None  # the query's own vector, for custom slots
+    retriever: int = 0  # arms with the same number are fused as one retriever
 
 
 def arm_limit(limit: int) -> int:
     return max(5, math.floor(1.5 * limit))
 
 
-def candidate_window(query: SearchQuery) -> int:
-    """Candidates per arm: more when facets count the pool (API.md §5, FacetOptions)."""
+def candidate_window(query: SearchQuery, arms: int) -> int:
+    """Candidates per arm: more when facets count the pool (API.md §5, FacetOptions), and at
+    least DEFAULT_WINDOW when several arms are fused."""
     window = arm_limit(query.limit)
+    if arms > 1:
+        window = max(window, DEFAULT_WINDOW)
     if query.facets:
         multiplier = query.facet_options.prefetch_multiplier if query.facet_options else 2
         window = max(window, FACET_MIN_WINDOW, query.limit * multiplier)
@@ -56,13 +68,14 @@ def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
     customs = _custom_vectors(config, query)
     available = {(s.vector.name, s.field.value): s for s in slots(config)}
     if not query.vector_options:
+        names = list(dict.fromkeys(s.vector.name for s in available.values()))
         return [
-            Arm(slot, 1.0, 1.0, customs.get(slot.vector.name))
+            Arm(slot, 1.0, 1.0, customs.get(slot.vector.name), names.index(slot.vector.name))
             for slot in available.values()
             if not slot.kind.is_custom or slot.vector.name in customs
         ]
     arms = []
-    for option in query.vector_options:
+    for number, option in enumerate(query.vector_options):
         vector = config.vector(option.vector_name)
         if vector is None:
             raise InvalidInput(f"vector_options: unknown vector_name '{option.vector_name}'")
@@ -88,9 +101,26 @@ def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
                         float(option.weight),
                         float(option.wmtr_trigram_weight),
                         customs.get(vector.name),
+                        number,
                     )
                 )
     return arms
+
+
+def plan_retrievers(arms: list[Arm]) -> list[Retriever]:
+    """One retriever per vector searched without a field, summing its fields with FIELD_WEIGHTS;
+    an option naming a field is an arm alone. Each keeps its weight."""
+    groups: dict[int, list[int]] = {}
+    for index, arm in enumerate(arms):
+        groups.setdefault(arm.retriever, []).append(index)
+    return [
+        Retriever(
+            tuple(indices),
+            arms[indices[0]].weight,
+            tuple(FIELD_WEIGHTS[arms[i].slot.field] for i in indices),
+        )
+        for indices in groups.values()
+    ]
 
 
 def _custom_vectors(config: CollectionConfig, query: SearchQuery) -> dict[str, Any]:
@@ -157,7 +187,7 @@ class Searcher:
         if not arms:
             return [], facets
         vectors = await asyncio.gather(*(self._query_vector(a, query.query) for a in arms))
-        window = candidate_window(query)
+        window = candidate_window(query, len(arms))
         rounds = query.group_max_fetches if query.group_field else 1
         payloads: dict[str, StoredPoint] = {}
         for fetch in range(rounds):
@@ -197,7 +227,7 @@ class Searcher:
             ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
         ]
         hits = await self._store.query_arms(collection, requests)
-        ranked = fuse(hits, [a.weight for a in arms], query.fusion_mode)
+        ranked = fuse(hits, plan_retrievers(arms), query.fusion_mode)
         if query.score_threshold is not None:
             ranked = [f for f in ranked if f.score >= query.score_threshold]
         return _Round(ranked, exhausted=all(len(h) < window for h in hits))

@@ -25,8 +25,8 @@ from core.lexical import query_vector
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery
 from worker.filtering import point_filter
-from worker.fusion import fuse
-from worker.querying import candidate_window, plan_arms
+from worker.fusion import Retriever, fuse
+from worker.querying import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store.ids import point_id
@@ -35,10 +35,10 @@ from worker.store.protocol import ArmQuery, CollectionSchema
 
 @dataclass(frozen=True)
 class Planned:
-    """One search as the worker plans it: an ArmQuery per arm, with the arms' weights."""
+    """One search as the worker plans it: an ArmQuery per arm, with the retrievers fusion ranks."""
 
     arms: list[ArmQuery]
-    weights: list[float]
+    retrievers: list[Retriever]
     fusion: FusionMode
     limit: int
 
@@ -47,7 +47,7 @@ def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
     """The arm queries of a search body, as worker.querying.Searcher builds them (lexical arms)."""
     query = SearchQuery.model_validate(body)
     arms = plan_arms(config, query)
-    window = candidate_window(query)
+    window = candidate_window(query, len(arms))
     where = point_filter(
         config, query.metadata_filter, query.document_tags, query.document_tags_match_all
     )
@@ -57,7 +57,7 @@ def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
             raise ValueError(f"{arm.slot.name}: the ceiling measures lexical arms only")
         vector = query_vector(query.query, arm.slot.lexical_params(), arm.trigram_weight)
         requests.append(ArmQuery(arm.slot.name, vector, window, where))
-    return Planned(requests, [arm.weight for arm in arms], query.fusion_mode, query.limit)
+    return Planned(requests, plan_retrievers(arms), query.fusion_mode, query.limit)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def compile_all(
     for search in searches:
         batch = qe.QueryBatchRequest([convert.to_request(a, a.slot in idf) for a in search.arms])
         hits = [[convert.to_hit(p) for p in points] for points in engine.query_batch(batch)]
-        top = [f.doc_id for f in fuse(hits, search.weights, search.fusion)[: search.limit]]
+        top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
         points: list[int | UUID | str] = [point_id(doc) for doc in top]
         out.append(Compiled(batch, points, top))
     return out

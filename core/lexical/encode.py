@@ -14,12 +14,19 @@ K1 = 1.2
 B = 0.75
 MAX_TOP_K = 10000
 
+# What a WMTR entry weighs in a document vector, relative to a stem: a surface form repeats its
+# stem (an exact match scores on both), and trigrams only catch typos and partial words. At 1.0
+# each, trigrams outweighed the words of a long text and ranked SciFact at 0.50 nDCG@10 where
+# the words alone reach 0.68 (docs/relevance.md has the sweep).
+SURFACE_WEIGHT = 0.5
+TRIGRAM_WEIGHT = 0.05
+
 
 @dataclass(frozen=True)
 class LexicalParams:
     kind: VectorType
-    top_k: int = 128
-    word_ratio: int = 80
+    top_k: int = 512
+    word_ratio: int = 90
     language: str = "en"
     keep_case: bool = False
     # Detect each text's language; use it when at least this sure, else `language`.
@@ -57,6 +64,7 @@ class _Counts:
     demoted: Counter[int]
     trigrams: Counter[int]
     length: int
+    surface: frozenset[int] = frozenset()  # WMTR: the word ids that are surface forms
 
 
 def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
@@ -65,15 +73,19 @@ def document_vector(text: str, params: LexicalParams, avg_length: float) -> Docu
     _merge_collisions(counts)
     n_candidates = len(counts.words) + len(counts.demoted)
     n_words, n_trigrams = _slots(params, n_candidates, len(counts.trigrams))
-    chosen = _top(counts.words, n_words)
+    words = _top(counts.words, n_words)
     # stop words kept as surface tokens only fill word slots that are left over
-    chosen += _top(counts.demoted, n_words - len(chosen))
-    chosen += _top(counts.trigrams, n_trigrams)
-    chosen.sort()
+    words += _top(counts.demoted, n_words - len(words))
+    trigrams = _top(counts.trigrams, n_trigrams)
+    wmtr = params.kind == VectorType.WMTR
+    scale = dict.fromkeys(counts.surface, SURFACE_WEIGHT) if wmtr else {}
+    if wmtr:
+        scale.update(dict.fromkeys((i for i, _ in trigrams), TRIGRAM_WEIGHT))
+    chosen = sorted(words + trigrams)
     norm = K1 * (1 - B + B * _length_ratio(counts.length, avg_length))
     vector = SparseVector(
         indices=[i for i, _ in chosen],
-        values=[tf * (K1 + 1) / (tf + norm) for _, tf in chosen],
+        values=[scale.get(i, 1.0) * tf * (K1 + 1) / (tf + norm) for i, tf in chosen],
     )
     return DocumentTerms(vector=vector, length=counts.length)
 
@@ -106,13 +118,15 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     words: list[int] = []
     demoted: list[int] = []
     trigrams: list[int] = []
+    surface: set[int] = set()
     for token in tokens:
         views = token_views(token, params.kind, language)
         words.extend(views.words)
         demoted.extend(views.demoted)
         trigrams.extend(views.trigrams)
+        surface.update(views.surface)
     length = len(trigrams) if params.kind == VectorType.TRIGRAMS else len(tokens)
-    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), length)
+    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), length, frozenset(surface))
 
 
 def _merge_collisions(counts: _Counts) -> None:
@@ -127,13 +141,15 @@ def _merge_collisions(counts: _Counts) -> None:
 
 
 def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, int]:
-    """Slots per side: WMTR reserves word_ratio % for words, unused slots go across."""
+    """Slots per side: WMTR gives word_ratio % to words and the rest to trigrams; trigram slots
+    left unused go to words, never the other way round (a long text's trigrams would crowd out
+    its words, and a short text has few enough trigrams to fit its share)."""
     top_k = params.top_k
     if params.kind != VectorType.WMTR:
         return top_k, top_k  # only one side has candidates
     share = (top_k * params.word_ratio + 50) // 100
-    words = min(n_words, share + max(0, top_k - share - n_trigrams))
-    return words, min(n_trigrams, top_k - words)
+    trigrams = min(n_trigrams, top_k - share)
+    return min(n_words, top_k - trigrams), trigrams
 
 
 def _top(counts: Counter[int], n: int) -> list[tuple[int, int]]:

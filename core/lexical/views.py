@@ -22,6 +22,8 @@ class TokenViews(NamedTuple):
     # Stop words WMTR keeps as surface tokens: they get slots only when some are left.
     demoted: tuple[int, ...] = ()
     trigrams: tuple[int, ...] = ()
+    # WMTR: the ids in `words` that are surface forms (the rest are stems); they weigh less.
+    surface: tuple[int, ...] = ()
 
 
 @lru_cache(maxsize=32768)
@@ -46,8 +48,9 @@ def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
     words = [token_id(WORD + t) for t in exact if t.casefold() not in stops]
     demoted = [token_id(WORD + t) for t in exact if t.casefold() in stops]
     content = [p for p in pieces if p.casefold() not in stops]
+    surface = tuple(words)
     words.extend(_stems(content, language, stops))
-    return TokenViews(tuple(words), tuple(demoted), _trigrams(content))
+    return TokenViews(tuple(words), tuple(demoted), _trigrams(content), surface)
 
 
 def _stems(pieces: list[str], language: str, stops: frozenset[str]) -> tuple[int, ...]:

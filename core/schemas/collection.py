@@ -29,6 +29,15 @@ LANGUAGE_TYPES = frozenset({VectorType.WMTR, VectorType.FULL_TEXT, VectorType.WH
 ModelName = Annotated[StrictStr, Field(min_length=1, max_length=210)]
 
 
+# Default top_k: word-based lexical types keep every word of a typical long field (an abstract
+# has ~210 word entries, p99 430); 128 dropped half of them (docs/relevance.md).
+WORD_TOP_K = 512
+SPARSE_TOP_K = 128
+TOP_K_DEFAULTS = (
+    f"Most entries kept in a sparse vector; default {WORD_TOP_K} for wmtr, full_text and "
+    f"whitespace, {SPARSE_TOP_K} for the other sparse types"
+)
+
 UNIQUE = {"uniqueItems": True}  # by name or key, in fact: the validators say so
 INDEX_FIELDS_SCHEMA = {"minItems": 1, "uniqueItems": True}
 
@@ -41,8 +50,10 @@ class VectorConfig(WireModel):
     query_model: ModelName | None = None
     query_revision: ModelName | None = None
     dimensions: Annotated[StrictInt, Field(ge=1, le=8192), INTEGRAL] | None = None
-    top_k: Annotated[StrictInt, Field(ge=1, le=10_000), INTEGRAL] = 128
-    wmtr_word_ratio: Annotated[StrictInt, Field(ge=0, le=100), INTEGRAL] = 80
+    top_k: Annotated[StrictInt, Field(ge=1, le=10_000, description=TOP_K_DEFAULTS), INTEGRAL] = (
+        WORD_TOP_K
+    )
+    wmtr_word_ratio: Annotated[StrictInt, Field(ge=0, le=100), INTEGRAL] = 90
     index_fields: Annotated[list[IndexField], Field(json_schema_extra=INDEX_FIELDS_SCHEMA)] = Field(
         default_factory=lambda: [IndexField.CONTENT]
     )
@@ -64,6 +75,8 @@ class VectorConfig(WireModel):
             if isinstance(kind, str):
                 kind = kind.lower()
                 data["type"] = "wmtr" if kind == "keyword" else kind
+                if "top_k" not in data and kind not in ("keyword", *LANGUAGE_TYPES):
+                    data["top_k"] = SPARSE_TOP_K
             for key in ("dense_distance",):
                 if isinstance(data.get(key), str):
                     data[key] = data[key].lower()

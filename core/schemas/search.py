@@ -66,7 +66,9 @@ class SearchQuery(WireModel):
     facets: StrictBool = False
     facet_options: FacetOptions | None = None
     raw_scores: StrictBool = False
-    fusion_mode: FusionMode = FusionMode.RRF
+    # Linear by default: min-max over each retriever's candidates ranks better than RRF's
+    # ranks (docs/relevance.md); an explicit `rrf` is Amgix's weighted RRF.
+    fusion_mode: FusionMode = FusionMode.LINEAR
 
     @field_validator("query")
     @classmethod

@@ -70,7 +70,7 @@ def test_get_config_echoes_every_field_with_defaults(client: httpx.Client) -> No
     kw, ft, emb, sp = config["vectors"]
     for vector in config["vectors"]:
         assert set(vector) == VECTOR_FIELDS
-    assert kw["type"] == "wmtr" and kw["wmtr_word_ratio"] == 60 and kw["top_k"] == 128
+    assert kw["type"] == "wmtr" and kw["wmtr_word_ratio"] == 60 and kw["top_k"] == 512
     assert kw["index_fields"] == ["content"] and kw["language_default_code"] == "en"
     assert kw["normalization"] is False and kw["dense_distance"] is None
     assert kw["language_detect"] is False and kw["language_confidence"] == 0.9

@@ -36,7 +36,7 @@ def test_collection_lifecycle(client: httpx.Client) -> None:
     assert client.get(f"/v1/collections/{name}/exists").json() == {"exists": True}
     config = client.get(f"/v1/collections/{name}").json()
     kw, dense = config["vectors"]
-    assert kw["type"] == "wmtr" and kw["top_k"] == 128 and kw["index_fields"] == ["name", "content"]
+    assert kw["type"] == "wmtr" and kw["top_k"] == 512 and kw["index_fields"] == ["name", "content"]
     assert dense["dimensions"] == 384 and dense["dense_distance"] == "cosine"
     assert config["store_content"] is True
     stats = client.get(f"/v1/collections/{name}/stats").json()

@@ -107,13 +107,32 @@ def test_word_ratio_splits_slots_between_words_and_trigrams(
     assert (len(indices) - n_trigrams, n_trigrams) == (words, trigrams)
 
 
-def test_unused_word_slots_go_to_trigrams() -> None:
-    # 4 word entries (two surface tokens, two stems) and 33 trigrams for 30 slots
+def test_trigrams_never_take_unused_word_slots() -> None:
+    # 4 word entries (two surface tokens, two stems) and 33 trigrams for 30 slots: the
+    # trigrams keep their 20 % share (6), the 20 word slots nobody needs stay empty
     text = "internationalization documentation"
     params = LexicalParams(VectorType.WMTR, top_k=30, word_ratio=80)
     indices = document_vector(text, params, avg_length=2).vector.indices
     n_trigrams = len(set(indices) & trigram_ids(text))
-    assert (len(indices), n_trigrams) == (30, 26)
+    assert (len(indices), n_trigrams) == (10, 6)
+
+
+def test_unused_trigram_slots_go_to_words() -> None:
+    # 100 slots, 10 % for words: the 40 trigrams leave 50 of their 90 to the 40 word entries
+    text = " ".join(f"w{n}" for n in range(20))  # 2-letter pieces: 2 trigrams each
+    params = LexicalParams(VectorType.WMTR, top_k=100, word_ratio=10)
+    indices = document_vector(text, params, avg_length=20).vector.indices
+    n_trigrams = len(set(indices) & trigram_ids(text))
+    assert n_trigrams == len(trigram_ids(text))  # every trigram fits its share
+    assert len(indices) - n_trigrams == 40  # 20 surface tokens and 20 stems, past the 10 %
+
+
+def test_wmtr_words_outweigh_their_trigrams_and_stems_outweigh_surface_forms() -> None:
+    doc = document_vector("catalogue", WMTR, avg_length=1).vector
+    weights = dict(zip(doc.indices, doc.values, strict=True))
+    stem = weights[token_id("s:catalogu")]
+    assert weights[token_id("w:catalogue")] == pytest.approx(stem / 2)
+    assert max(weights[i] for i in trigram_ids("catalogue")) < stem / 10
 
 
 def test_stop_words_take_word_slots_only_when_left_over() -> None:
