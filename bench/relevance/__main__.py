@@ -1,0 +1,148 @@
+"""`python3 -m bench.relevance`: nDCG@10 and recall@100 of Braid's arm sets on a BEIR set
+(../shared/relevance/scifact-train), through the public API of one stack, next to a BM25
+reference (bm25s) in the same run, plus the CPU a keyword document and a keyword query cost the
+stack with the lexical defaults and with the defaults before them. Appends the tables to
+docs/relevance.md (unless --no-write); skips cleanly when the data are absent."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.relevance import beir, service
+from bench.relevance.reference import bm25_runs
+from bench.report import Report
+from harness.stack import Stack
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "relevance.md"
+RUNS_HEADING = "## Runs of bench/relevance"
+EXCLUDE = {"exclude": ["content"]}  # the answers carry ids; abstracts would only cost transfer
+
+# Arm sets searched on the README's default collection; {} is the default a user gets.
+PER_ARM = [
+    {"vector_name": "keyword", "field": "name"},
+    {"vector_name": "keyword", "field": "content"},
+    {"vector_name": "dense", "field": "content"},
+]
+ARM_SETS: dict[str, dict[str, Any]] = {
+    "keyword (name + content)": {"vector_options": [{"vector_name": "keyword"}]},
+    "keyword, content only": {"vector_options": [{"vector_name": "keyword", "field": "content"}]},
+    "dense": {"vector_options": [{"vector_name": "dense"}]},
+    "**default hybrid** (no options: linear)": {},
+    "hybrid, `fusion_mode: rrf` (what amgix-client sends)": {"fusion_mode": "rrf"},
+    "one arm per vector and field, rrf (the old default)": {
+        "vector_options": PER_ARM,
+        "fusion_mode": "rrf",
+    },
+    "one arm per vector and field, linear": {"vector_options": PER_ARM, "fusion_mode": "linear"},
+}
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] relevance: {message}", flush=True)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python3 -m bench.relevance", description=__doc__)
+    parser.add_argument("--data", type=Path, default=beir.DEFAULT_DATA, help="a BEIR folder")
+    parser.add_argument("--no-write", action="store_true", help="print instead of recording")
+    return parser.parse_args(argv)
+
+
+def quality(
+    runs: dict[str, list[str]], deep: dict[str, list[str]], data: beir.RelevanceSet
+) -> list[str]:
+    ndcg = beir.mean(beir.ndcg_at_10, runs, data.qrels)
+    recall = beir.mean(beir.recall_at_100, deep, data.qrels)
+    return [f"{ndcg:.3f}", f"{recall:.3f}"]
+
+
+async def measure(stack: Stack, data: beir.RelevanceSet, report: Report) -> None:
+    async with httpx.AsyncClient(base_url=stack.base_url, timeout=120.0) as client:
+        braid = service.Braid(stack, client, say)
+        n_docs, n_queries = len(data.corpus), len(data.queries)
+        costs = []
+        for name, vectors in (
+            ("kw_before", service.BEFORE_VECTORS),
+            ("kw", service.KEYWORD_VECTORS),
+        ):
+            await braid.create(name, vectors)
+            say(f"{name}: bulk-loading {n_docs:,} documents")
+            ingest = await braid.ingest(name, data)
+            runs, search = await braid.search_all(name, data.queries, EXCLUDE, 10)
+            deep, _ = await braid.search_all(name, data.queries, EXCLUDE, 100)
+            costs.append((name, ingest, search, quality(runs, deep, data)))
+        await braid.create("scifact", service.DEFAULT_VECTORS)
+        say(f"scifact: bulk-loading {n_docs:,} documents with the dense model")
+        hybrid_ingest = await braid.ingest("scifact", data)
+        rows = []
+        for label, options in ARM_SETS.items():
+            say(f"scifact: {label}")
+            runs, _ = await braid.search_all("scifact", data.queries, {**options, **EXCLUDE}, 10)
+            deep, _ = await braid.search_all("scifact", data.queries, {**options, **EXCLUDE}, 100)
+            rows.append([label, *quality(runs, deep, data)])
+    report.text(f"Braid ({n_docs:,} documents, {n_queries} queries; README's default collection):")
+    report.text()
+    report.table(["arms", "nDCG@10", "recall@100"], rows)
+    report.text(
+        f"Bulk ingest of the default collection (keyword + dense): {hybrid_ingest.seconds:.0f} s, "
+        f"{n_docs / hybrid_ingest.seconds:.1f} docs/s."
+    )
+    report.text()
+    report.text(
+        "Keyword-only collections, the lexical defaults before (top_k 128, word ratio 80) "
+        "and now; CPU summed over every process of the stack:"
+    )
+    report.text()
+    cost_rows = [
+        [
+            name,
+            f"{ingest.cpu_s / n_docs * 1000:.2f}",
+            f"{search.cpu_s / n_queries * 1000:.2f}",
+            *scores,
+        ]
+        for name, ingest, search, scores in costs
+    ]
+    report.table(
+        ["collection", "ingest CPU-ms/doc", "query CPU-ms/query", "nDCG@10", "recall@100"],
+        cost_rows,
+    )
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    if not beir.present(args.data):
+        say(f"skipped: no relevance set at {args.data} (corpus.jsonl, queries.jsonl, qrels.tsv)")
+        return 0
+    data = beir.load(args.data)
+    report = Report(
+        title=f"relevance on {args.data.name}",
+        command=shlex.join(["python3", "-m", "bench.relevance", *argv]),
+        runs_heading=RUNS_HEADING,
+    )
+    say("BM25 reference (bm25s)")
+    reference = bm25_runs(data)
+    report.text("Reference, same run: bm25s (title + text, English stop words, Snowball stemmer).")
+    report.text()
+    report.table(
+        ["reference", "nDCG@10", "recall@100"],
+        [["BM25 (bm25s)", *quality(reference, reference, data)]],
+    )
+    with Stack() as stack:
+        asyncio.run(measure(stack, data, report))
+    print(report.markdown())
+    if not args.no_write:
+        report.append_to(DOC)
+        say(f"recorded in {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""A BEIR relevance set read from disk (corpus, queries, qrels) and its two metrics: nDCG@10 as
+BEIR computes it (gain 2^rel - 1, log2 discount, ideal from the judgements) and recall@100."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# ../shared/relevance/scifact-train from the repository root; never copied into the repo.
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "relevance" / "scifact-train"
+FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RelevanceSet:
+    corpus: list[Record]
+    queries: list[Query]  # those with at least one judgement
+    qrels: dict[str, dict[str, int]]  # query id -> document id -> relevance
+
+
+def present(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in FILES)
+
+
+def load(folder: Path) -> RelevanceSet:
+    corpus = [
+        Record(str(row["_id"]), row.get("title") or "", row.get("text") or "")
+        for row in _jsonl(folder / "corpus.jsonl")
+    ]
+    qrels: dict[str, dict[str, int]] = {}
+    with (folder / "qrels.tsv").open() as lines:
+        next(lines)  # header
+        for line in lines:
+            query, doc, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(query, {})[doc] = int(score)
+    queries = [
+        Query(str(row["_id"]), row["text"])
+        for row in _jsonl(folder / "queries.jsonl")
+        if str(row["_id"]) in qrels
+    ]
+    return RelevanceSet(corpus, queries, qrels)
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    with path.open() as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def ndcg_at_10(ranked: Sequence[str], relevant: Mapping[str, int]) -> float:
+    gains = [(2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10])]
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    best = sum((2**rel - 1) / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return sum(gains) / best if best > 0 else 0.0
+
+
+def recall_at_100(ranked: Sequence[str], relevant: Mapping[str, int]) -> float:
+    wanted = {doc for doc, rel in relevant.items() if rel > 0}
+    return len(wanted & set(ranked[:100])) / len(wanted) if wanted else 0.0
+
+
+Metric = Callable[[Sequence[str], Mapping[str, int]], float]
+
+
+def mean(
+    metric: Metric, runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+) -> float:
+    """The metric averaged over every judged query; a query with no run scores 0."""
+    return sum(metric(runs.get(q, []), rel) for q, rel in qrels.items()) / len(qrels)

@@ -1,0 +1,121 @@
+"""Braid through its public API: the README's default collection (and a keyword-only pair for the
+cost comparison) created, the corpus bulk-loaded, and the queries sent for each arm set, with the
+CPU every supervisord program spent on each step."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from bench import procs
+from bench.ceiling import cpu
+from bench.relevance.beir import Query, RelevanceSet
+from bench.soak.memory import program_pids
+from harness.stack import Stack
+
+BULK = 100
+IN_FLIGHT = 4
+TIMESTAMP = "2026-01-01T00:00:00Z"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# The README's collection: keyword on name and content, the dense model on content.
+DEFAULT_VECTORS = [
+    {"name": "keyword", "type": "keyword", "index_fields": ["name", "content"]},
+    {"name": "dense", "type": "dense_model", "model": MODEL, "index_fields": ["content"]},
+]
+# Keyword only, with the defaults and with the lexical defaults before docs/relevance.md.
+KEYWORD_VECTORS = [DEFAULT_VECTORS[0]]
+BEFORE_VECTORS = [{**DEFAULT_VECTORS[0], "top_k": 128, "wmtr_word_ratio": 80}]
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What one step cost the stack: wall seconds and CPU seconds summed over its programs."""
+
+    seconds: float
+    cpu_s: float
+
+
+class Braid:
+    def __init__(self, stack: Stack, client: httpx.AsyncClient, say: Say) -> None:
+        self.stack = stack
+        self.client = client
+        self.say = say
+        self._pids = program_pids(stack, {})
+
+    async def _measured(self, step: Callable[[], Any]) -> tuple[Any, Spent]:
+        before = cpu.program_cpu(procs.all_procs(), self._pids)
+        started = time.monotonic()
+        result = await step()
+        seconds = time.monotonic() - started
+        after = cpu.program_cpu(procs.all_procs(), self._pids)
+        return result, Spent(seconds, sum(cpu.spent(before, after).values()))
+
+    async def create(self, name: str, vectors: list[dict[str, Any]]) -> None:
+        response = await self.client.post(f"/v1/collections/{name}", json={"vectors": vectors})
+        response.raise_for_status()
+
+    async def ingest(self, name: str, data: RelevanceSet) -> Spent:
+        """Bulk-load the corpus (name = title, content = text) and wait until all are indexed."""
+        _, spent = await self._measured(lambda: self._ingest(name, data))
+        return spent
+
+    async def _ingest(self, name: str, data: RelevanceSet) -> None:
+        gate = asyncio.Semaphore(IN_FLIGHT)
+        documents = [
+            {"id": r.id, "name": r.title, "content": r.text, "timestamp": TIMESTAMP}
+            for r in data.corpus
+        ]
+
+        async def send(batch: list[dict[str, Any]]) -> None:
+            async with gate:
+                await self._post(f"/v1/collections/{name}/documents/bulk", {"documents": batch})
+
+        await asyncio.gather(
+            *(send(documents[i : i + BULK]) for i in range(0, len(documents), BULK))
+        )
+        started, total = time.monotonic(), len(documents)
+        while (count := await self._doc_count(name)) < total:
+            rate = count / max(1e-9, time.monotonic() - started)
+            self.say(
+                f"{name}: {count:,}/{total:,} indexed ({rate:.0f}/s since the corpus was queued)"
+            )
+            await asyncio.sleep(5.0)
+
+    async def _doc_count(self, name: str) -> int:
+        response = await self.client.get(f"/v1/collections/{name}/stats")
+        response.raise_for_status()
+        return int(response.json()["doc_count"])
+
+    async def _post(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
+        while True:
+            response = await self.client.post(path, json=body)
+            if response.status_code != 503:
+                response.raise_for_status()
+                return response
+            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+
+    async def search_all(
+        self, name: str, queries: list[Query], options: Mapping[str, Any], limit: int
+    ) -> tuple[dict[str, list[str]], Spent]:
+        """Every query with the arm set's options; each query's ranked document ids."""
+        gate = asyncio.Semaphore(IN_FLIGHT)
+
+        async def one(query: Query) -> tuple[str, list[str]]:
+            async with gate:
+                body = {"query": query.text, "limit": limit, **options}
+                response = await self._post(f"/v1/collections/{name}/search", body)
+                return query.id, [hit["id"] for hit in response.json()["results"]]
+
+        async def every() -> dict[str, list[str]]:
+            return dict(await asyncio.gather(*(one(q) for q in queries)))
+
+        runs, spent = await self._measured(every)
+        return runs, spent
