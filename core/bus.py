@@ -14,13 +14,13 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aio_pika
 from aio_pika.abc import (
     AbstractChannel,
     AbstractConnection,
+    AbstractExchange,
     AbstractIncomingMessage,
     AbstractQueue,
 )
@@ -32,6 +32,7 @@ from core.delivery import (
     ERROR_MESSAGE,
     ERROR_STATUS,
     QueueState,
+    broker_version,
     queue_states,
     reply_message,
     settle,
@@ -45,24 +46,13 @@ from core.errors import (
     error_for_status,
 )
 from core.retry import reconnect_delay_s
+from core.subscription import OnMessage, Subscription, declare, declare_fanout, subscribe
 from core.topology import QueueSpec
 
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
-OnMessage = Callable[[AbstractIncomingMessage], Awaitable[None]]
-
-
-@dataclass
-class _Subscription:
-    queue: str
-    on_message: OnMessage
-    prefetch: int
-    channel: AbstractChannel | None = None
-    amqp_queue: AbstractQueue | None = None
-    tag: str | None = None
-    cancelled: bool = False
 
 
 class Bus:
@@ -73,9 +63,10 @@ class Bus:
         self._retry_after_s = retry_after_s
         self._connection: AbstractConnection | None = None
         self._publish_channel: AbstractChannel | None = None
+        self._exchanges: dict[str, AbstractExchange] = {}  # declared on the publish channel
         self._reply_queue: AbstractQueue | None = None
         self._specs: dict[str, QueueSpec] = {}
-        self._subscriptions: list[_Subscription] = []
+        self._subscriptions: list[Subscription] = []
         self._pending: dict[str, asyncio.Future[AbstractIncomingMessage]] = {}
         # The loop keeps only weak references to tasks: hold RPC handlers until they finish.
         self._handlers: set[asyncio.Task[None]] = set()
@@ -110,12 +101,7 @@ class Bus:
     @property
     def broker_version(self) -> str:
         """The broker's version from the AMQP handshake ("unknown" while disconnected)."""
-        transport = getattr(self._connection, "transport", None)
-        properties = getattr(getattr(transport, "connection", None), "server_properties", None)
-        version = (properties or {}).get("version")
-        if isinstance(version, bytes):
-            version = version.decode(errors="replace")
-        return str(version) if version else "unknown"
+        return broker_version(self._connection)
 
     async def declare(self, specs: list[QueueSpec]) -> None:
         """Declare queues now and again after every reconnect."""
@@ -124,7 +110,7 @@ class Bus:
         channel = await self._channel()
         try:
             for spec in specs:
-                await _declare(channel, spec)
+                await declare(channel, spec)
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 
@@ -162,6 +148,24 @@ class Bus:
             raise QueueFull(f"queue '{queue}' is full; retry later", self._retry_after_s) from exc
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
+
+    async def broadcast(self, exchange: str, message: BaseModel) -> None:
+        """Publish to a fanout exchange and wait for the broker's confirm (no listener: dropped)."""
+        channel = await self._channel()
+        body = aio_pika.Message(message.model_dump_json().encode(), content_type="application/json")
+        try:
+            if exchange not in self._exchanges:
+                self._exchanges[exchange] = await declare_fanout(channel, exchange)
+            await self._exchanges[exchange].publish(body, routing_key="")
+        except CHANNEL_GONE as exc:
+            raise self._unavailable(exc) from exc
+
+    async def listen(
+        self, exchange: str, on_message: OnMessage, prefetch: int, on_subscribed: Callable[[], None]
+    ) -> None:
+        """Consume a copy of everything broadcast on `exchange` from now on, through a queue of
+        our own; after a reconnect that is a new, empty queue, and `on_subscribed` runs again."""
+        await self._add(Subscription("", on_message, prefetch, 0, exchange, on_subscribed))
 
     async def call(
         self, queue: str, request: BaseModel, reply_type: type[Rep], timeout_s: float
@@ -220,10 +224,14 @@ class Bus:
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 
-    async def consume(self, queue: str, on_message: OnMessage, prefetch: int) -> None:
+    async def consume(
+        self, queue: str, on_message: OnMessage, prefetch: int, priority: int = 0
+    ) -> None:
         """Deliver messages (manual ack) on a channel of its own with `prefetch` in flight,
         now and after every reconnect, until `cancel_consumers`."""
-        subscription = _Subscription(queue, on_message, prefetch)
+        await self._add(Subscription(queue, on_message, prefetch, priority))
+
+    async def _add(self, subscription: Subscription) -> None:
         async with self._lock:
             self._subscriptions.append(subscription)
             if self.is_connected:
@@ -235,6 +243,7 @@ class Bus:
         request_type: type[Req],
         handler: Callable[[Req], Awaitable[BaseModel]],
         concurrency: int,
+        priority: int = 0,
     ) -> None:
         """Serve RPC requests, up to `concurrency` at a time; errors travel back as headers."""
 
@@ -259,7 +268,7 @@ class Bus:
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
 
-        await self.consume(queue, dispatch, prefetch=concurrency)
+        await self.consume(queue, dispatch, prefetch=concurrency, priority=priority)
 
     async def cancel_consumers(self) -> None:
         """Stop taking deliveries (for a clean stop); what is unacked stays ours to settle."""
@@ -308,8 +317,9 @@ class Bus:
         connection = await aio_pika.connect(self._url, timeout=10)
         try:
             self._publish_channel = await connection.channel(publisher_confirms=True)
+            self._exchanges = {}
             for spec in self._specs.values():
-                await _declare(self._publish_channel, spec)
+                await declare(self._publish_channel, spec)
             self._connection, self._reply_queue, self._ready = connection, None, True
             for subscription in self._subscriptions:
                 if not subscription.cancelled:
@@ -320,17 +330,9 @@ class Bus:
             raise
         connection.close_callbacks.add(self._on_lost)
 
-    async def _subscribe(self, subscription: _Subscription) -> None:
+    async def _subscribe(self, subscription: Subscription) -> None:
         assert self._connection is not None
-        channel = await self._connection.channel()
-        await channel.set_qos(prefetch_count=subscription.prefetch)
-        spec = self._specs.get(subscription.queue)
-        if spec is None:
-            amqp_queue = await channel.get_queue(subscription.queue, ensure=False)
-        else:
-            amqp_queue = await _declare(channel, spec)
-        subscription.channel, subscription.amqp_queue = channel, amqp_queue
-        subscription.tag = await amqp_queue.consume(subscription.on_message)
+        await subscribe(self._connection, subscription, self._specs.get(subscription.queue))
 
     def _on_lost(self, connection: Any, exc: BaseException | None = None) -> None:
         if self._closing or connection is not self._connection:
@@ -372,6 +374,7 @@ class Bus:
                 self._publish_channel = await self._connection.channel(publisher_confirms=True)
             except CHANNEL_GONE as exc:
                 raise self._unavailable(exc) from exc
+            self._exchanges = {}
         return self._publish_channel
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
@@ -394,7 +397,3 @@ class Bus:
 
     def _unavailable(self, exc: BaseException | None) -> Unavailable:
         return Unavailable(f"message broker unavailable: {exc}", self._retry_after_s)
-
-
-async def _declare(channel: AbstractChannel, spec: QueueSpec) -> AbstractQueue:
-    return await channel.declare_queue(spec.name, durable=spec.durable, arguments=spec.arguments)

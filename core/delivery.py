@@ -99,3 +99,13 @@ def reply_message(
     return aio_pika.Message(
         result.model_dump_json().encode(), correlation_id=request.correlation_id
     )
+
+
+def broker_version(connection: Any) -> str:
+    """The broker's version from the AMQP handshake ("unknown" while disconnected)."""
+    transport = getattr(connection, "transport", None)
+    properties = getattr(getattr(transport, "connection", None), "server_properties", None)
+    version = (properties or {}).get("version")
+    if isinstance(version, bytes):
+        version = version.decode(errors="replace")
+    return str(version) if version else "unknown"
