@@ -106,6 +106,14 @@ class SystemInfo(BaseModel):
     op: Literal["system_info"] = "system_info"
 
 
+class CopyStore(BaseModel):
+    """A searcher asks the worker for a copy of its shards, to start a replica from."""
+
+    op: Literal["copy_store"] = "copy_store"
+    target: str  # an empty folder the worker writes the collections into
+    collections: list[str] | None = None  # None: every collection
+
+
 WorkerRequest = Annotated[
     CreateCollection
     | DropCollection
@@ -116,7 +124,8 @@ WorkerRequest = Annotated[
     | SyncDelete
     | Ping
     | FetchDocuments
-    | SystemInfo,
+    | SystemInfo
+    | CopyStore,
     Field(discriminator="op"),
 ]
 
@@ -148,6 +157,13 @@ class SystemInfoReply(BaseModel):
     database_kind: str  # "qdrant" (server) or "qdrant-edge" (embedded)
     database_version: str
     dense_vectors: bool
+
+
+class StoreCopied(BaseModel):
+    """The replication position the copy holds every write up to (none after)."""
+
+    epoch: int
+    seq: int
 
 
 class SearchRequest(BaseModel):

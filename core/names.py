@@ -7,6 +7,8 @@ from core.enums import EmbedKind
 DOCUMENTS_QUEUE = "braid.documents"
 SEARCH_QUEUE = "braid.rpc.search"
 WORKER_RPC_QUEUE = "braid.rpc.worker"
+# Fanout of every store write the worker made, in order: each searcher keeps a replica with it.
+REPLICATION_EXCHANGE = "braid.replication"
 
 
 def embed_queue(kind: EmbedKind) -> str:
@@ -86,6 +88,22 @@ class RedisKeys:
     @classmethod
     def heartbeat(cls, role: str) -> str:
         return f"{cls.prefix}:hb:{role}"
+
+    @classmethod
+    def replication_epoch(cls) -> str:
+        """Bumped by every worker start: a replica of an older epoch must be copied again."""
+        return f"{cls.prefix}:replication:epoch"
+
+    @classmethod
+    def replication_visible(cls) -> str:
+        """`epoch:seq` of the newest write a client was told succeeded (sync writes, admin):
+        a searcher serves a search only once its replica has applied it."""
+        return f"{cls.prefix}:replication:visible"
+
+    @classmethod
+    def searchers(cls) -> str:
+        """Hash searcher index -> its heartbeat record (JSON)."""
+        return f"{cls.prefix}:searchers"
 
     @classmethod
     def api_stats(cls) -> str:

@@ -28,6 +28,16 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     qdrant_url: str | None = None
 
+    # Search processes (python3 -m worker.searchd): with the embedded store each keeps a replica
+    # of it from the worker's stream of writes; with a Qdrant server they all query the server.
+    searchers: int = Field(1, ge=1)
+    searcher_index: int = Field(1, ge=1)
+    # How long a search waits for its searcher's replica to apply the newest acknowledged write
+    # before it answers 503 instead of an older state.
+    replica_wait_s: float = Field(5.0, gt=0)
+    # Fault injection (tests): each replicated write waits this long before a replica applies it.
+    replica_apply_delay_ms: float = Field(0.0, ge=0)
+
     # Encoders: the first `encoder_models` of `encoders` load models; the rest route.
     encoders: int = Field(2, ge=1)
     encoder_models: int = Field(1, ge=1)
@@ -70,6 +80,11 @@ class Settings(BaseSettings):
     @property
     def store_dir(self) -> Path:
         return self.data_dir.resolve() / "store"
+
+    @property
+    def replica_dir(self) -> Path:
+        """This searcher's replica of the embedded store (made anew at every start)."""
+        return self.data_dir.resolve() / "replicas" / f"searcher-{self.searcher_index}"
 
     @property
     def hf_cache_dir(self) -> Path:

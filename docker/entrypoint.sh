@@ -19,6 +19,8 @@ export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}
 export BRAID_ENCODERS=${BRAID_ENCODERS:-2}
 export BRAID_ENCODER_MODELS=${BRAID_ENCODER_MODELS:-1}
 export BRAID_API_PROCESSES=${BRAID_API_PROCESSES:-2}
+# Search processes: half the cores, at least one (the worker serves searches they cannot take).
+export BRAID_SEARCHERS=${BRAID_SEARCHERS:-$(($(nproc) / 2 > 1 ? $(nproc) / 2 : 1))}
 export BRAID_EPMD_PORT=${BRAID_EPMD_PORT:-4369}
 export BRAID_RABBITMQ_DIST_PORT=${BRAID_RABBITMQ_DIST_PORT:-25672}
 # BRAID_QDRANT_URL / BRAID_QDRANT_BINARY stay unset when not given: unset means embedded store.
@@ -48,7 +50,8 @@ if (($# > 0)); then
     exec "$@"
 fi
 
-echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT, encoders $BRAID_ENCODERS" \
+echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT, encoders $BRAID_ENCODERS," \
+    "searchers $BRAID_SEARCHERS" \
     "(models $BRAID_ENCODER_MODELS), bundled rabbitmq=$BRAID_START_RABBITMQ" \
     "redis=$BRAID_START_REDIS qdrant=$BRAID_START_QDRANT"
 exec python3 -m supervisor.supervisord -n -c supervisord.conf

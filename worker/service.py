@@ -7,15 +7,18 @@ import contextlib
 import json
 import logging
 import time
+from pathlib import Path
 
+from pydantic import BaseModel
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from core.bus import Bus
 from core.catalog import Catalog
+from core.errors import InvalidInput
 from core.ledger import Ledger
 from core.lifecycle import Periodic
-from core.messages import SearchRequest, WorkerCall
+from core.messages import CopyStore, SearchRequest, StoreCopied, WorkerCall
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys
 from core.redis_client import connect_redis
 from core.schemas.search import SearchResponse
@@ -29,7 +32,9 @@ from worker.joining import Joiner
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.querying import Searcher
+from worker.replication import Replicator
 from worker.store import open_store
+from worker.store.edge import EdgeStore
 from worker.store.protocol import Store
 from worker.vectorizer import Vectorizer
 
@@ -42,11 +47,19 @@ FINISH_RPCS_S = 1.5
 
 
 class WorkerService:
-    def __init__(self, settings: Settings, bus: Bus, redis: Redis, store: Store) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        bus: Bus,
+        redis: Redis,
+        store: Store,
+        replicator: Replicator | None = None,
+    ) -> None:
         self._settings = settings
         self._bus = bus
         self._redis = redis
         self._store = store
+        self._replicator = replicator
         catalog, ledger, stats = Catalog(redis), Ledger(redis), LexicalStats(redis)
         self._vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
         indexer = Indexer(store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis))
@@ -69,11 +82,17 @@ class WorkerService:
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
         await bus.declare(topology(settings))
         store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
-        return cls(settings, bus, redis, store)
+        if not isinstance(store, EdgeStore):  # a Qdrant server: the searchers query it too
+            return cls(settings, bus, redis, store)
+        replicator = Replicator(store, bus, redis)
+        await replicator.start()
+        return cls(settings, bus, redis, replicator, replicator)
 
     async def start(self) -> None:
+        # The searchers (worker/searchd.py) consume searches at a higher priority: the worker
+        # serves one only when they are all busy or none is up.
         await self._bus.serve(SEARCH_QUEUE, SearchRequest, self._search, concurrency=32)
-        await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._admin.handle, concurrency=16)
+        await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._call, concurrency=16)
         await self._bus.consume(
             DOCUMENTS_QUEUE,
             self._consumer.on_message,
@@ -104,8 +123,25 @@ class WorkerService:
     async def _search(self, request: SearchRequest) -> SearchResponse:
         return await self._searcher.search(request.collection, request.query)
 
+    async def _call(self, call: WorkerCall) -> BaseModel:
+        """The admin RPCs; after each, the replicas must hold what it wrote before a search
+        is answered (read-your-writes from any search process)."""
+        request = call.request
+        if isinstance(request, CopyStore):
+            if self._replicator is None:
+                raise InvalidInput("the store is a Qdrant server: searchers need no copy")
+            position = await self._replicator.copy(Path(request.target), request.collections)
+            return StoreCopied(epoch=position.epoch, seq=position.seq)
+        result = await self._admin.handle(call)
+        if self._replicator is not None:
+            await self._replicator.mark_visible()
+        return result
+
     async def _beat(self) -> None:
-        """What readiness reads: whether the store answers and the broker is connected."""
+        """What readiness reads: whether the store answers and the broker is connected; and
+        where replication stands, so a replica that missed a write notices."""
+        if self._replicator is not None:
+            await self._replicator.tick()
         state = {
             "ts": time.time(),
             "store": await store_ok(self._store),

@@ -20,7 +20,14 @@ from tests.integration.helpers import (
     wait_until,
 )
 
-SERVING = ("worker", "encoder:encoder-1", "encoder:encoder-2", "api:api-1", "api:api-2")
+SERVING = (
+    "worker",
+    "searcher:searcher-1",
+    "encoder:encoder-1",
+    "encoder:encoder-2",
+    "api:api-1",
+    "api:api-2",
+)
 
 
 def _ready(client: httpx.Client) -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
+import shutil
 import time
 from collections.abc import Callable
 from importlib.metadata import version as _package_version
@@ -96,6 +98,10 @@ class EdgeStore:
         store.opened_cleanly = clean
         log.info("store opened (%d collections, closed cleanly last time: %s)", len(shards), clean)
         return store
+
+    @property
+    def root(self) -> Path:
+        return self._root
 
     async def create_collection(self, name: str, schema: CollectionSchema) -> None:
         if not _NAME.fullmatch(name):
@@ -193,6 +199,17 @@ class EdgeStore:
                 shard.engine = await _in_thread(folder.rebuild, *args)
                 shard.base, shard.changed, shard.checked = 0, 0, True
                 shard.generation += 1
+
+    async def copy_to(self, target: Path, names: list[str] | None = None) -> None:
+        """Copy shards (every one, or `names`) into `target`, each between two writes and with no
+        optimized copy being swapped in meanwhile: a store `open` can load the copy."""
+        target.mkdir(parents=True, exist_ok=True)
+        for name in sorted(self._shards) if names is None else names:
+            shard = self._shard(name)
+            async with shard.writes:
+                await self._on(
+                    shard, name, functools.partial(_copy, self._root / name, target / name)
+                )
 
     async def maintain(self, name: str) -> None:
         """Start optimizing the shard when it changed enough since the last time; one at a time.
@@ -314,6 +331,12 @@ async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
 def _apply(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
     engine.update(operation)
     engine.flush()  # msyncs the WAL and segments: the write is durable when this returns
+
+
+def _copy(source: Path, target: Path, engine: qe.EdgeShard) -> None:
+    engine.flush()
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
 
 
 def _count(engine: qe.EdgeShard) -> int:

@@ -1,0 +1,193 @@
+"""A searcher's replica of the worker's embedded store (worker/replication.py has the protocol).
+
+It starts from a copy of the worker's shards, taken at a known position, then applies the
+broadcast writes that follow it, in order. Whenever it cannot be sure to hold every write up to
+the newest position it has heard of (it reconnected to the broker and got a new, empty queue; a
+sequence number was skipped; the worker restarted), it takes a new copy, serving searches from
+the old one meanwhile. A search waits until the replica holds the newest write a client was told
+succeeded (`caught_up`), so a search process never answers from an older state than a client saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from aio_pika.abc import AbstractIncomingMessage
+from pydantic import ValidationError
+
+from core.bus import Bus
+from core.delivery import settle
+from core.messages import CopyStore, StoreCopied, WorkerCall
+from core.names import REPLICATION_EXCHANGE, WORKER_RPC_QUEUE
+from core.retry import reconnect_delay_s
+from worker.replication import Position, Written
+from worker.store.edge import EdgeStore
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = 256  # broadcast writes held unapplied (the broker keeps the rest)
+COPY_TIMEOUT_S = 600.0  # a copy of a large store is a few seconds of disk; be patient
+
+
+class Replica:
+    def __init__(self, root: Path, bus: Bus, apply_delay_s: float = 0.0) -> None:
+        self._root = root
+        self._bus = bus
+        self._delay_s = apply_delay_s  # fault injection: a replica that lags
+        self._store: EdgeStore | None = None
+        self._position: Position | None = None  # what the store holds; None before the first copy
+        self._inbox: asyncio.Queue[AbstractIncomingMessage | None] = asyncio.Queue()
+        self._stale = True  # a new copy is needed before the next write is applied
+        self._applied = asyncio.Condition()
+        self._copies = itertools.count(1)
+        self._task: asyncio.Task[None] | None = None
+        self.copies_taken = 0
+
+    @property
+    def store(self) -> EdgeStore:
+        if self._store is None:
+            raise RuntimeError("the replica has no copy yet")
+        return self._store
+
+    @property
+    def position(self) -> Position | None:
+        return self._position
+
+    async def start(self) -> None:
+        """Listen to the stream, then copy the store; returns once the first copy is loaded."""
+        shutil.rmtree(self._root, ignore_errors=True)
+        self._root.mkdir(parents=True)
+        await self._bus.listen(REPLICATION_EXCHANGE, self._inbox.put, IN_FLIGHT, self._missed)
+        await self._copy()
+        self._task = asyncio.create_task(self._run(), name="replica")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._store is not None:
+            await self._store.close()
+
+    async def caught_up(self, visible: Position | None, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) until the replica holds the write at `visible`."""
+        try:
+            async with self._applied:
+                await asyncio.wait_for(
+                    self._applied.wait_for(lambda: self._holds(visible)), timeout_s
+                )
+        except TimeoutError:
+            return False
+        return True
+
+    def _holds(self, visible: Position | None) -> bool:
+        if self._position is None:
+            return False
+        if visible is None or visible.epoch < self._position.epoch:
+            return True  # the copy was taken after every write of older epochs
+        return visible.epoch == self._position.epoch and visible.seq <= self._position.seq
+
+    def _missed(self) -> None:
+        """A new (empty) queue: what was broadcast before it is not in it."""
+        self._stale = True
+        self._inbox.put_nowait(None)  # wake the loop
+
+    async def _run(self) -> None:
+        while True:
+            message = await self._inbox.get()
+            if self._stale:
+                await self._copy()
+            if message is None:
+                continue
+            try:
+                written = Written.model_validate_json(message.body)
+            except ValidationError:
+                log.exception("dropping an unreadable replication message")
+                await settle(message)
+                continue
+            try:
+                await self._apply(written)
+            except Exception:  # a write the copy disagrees with: start again from a copy
+                log.exception("applying %s %d:%d failed", written.op, written.epoch, written.seq)
+                self._stale = True
+            await settle(message)
+
+    async def _apply(self, written: Written) -> None:
+        assert self._position is not None
+        epoch, seq = self._position
+        if written.epoch != epoch:
+            if written.epoch > epoch:  # the worker restarted: copy what it has now
+                self._stale = True
+            return
+        if written.seq <= seq:  # in the copy already, or a tick of where we stand
+            return
+        if written.op == "tick" or written.seq != seq + 1:  # something between was missed
+            log.warning(
+                "replica at %d:%d missed writes up to %d:%d", epoch, seq, epoch, written.seq
+            )
+            self._stale = True
+            return
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        await self._write(written)
+        async with self._applied:
+            self._position = Position(epoch, written.seq)
+            self._applied.notify_all()
+
+    async def _write(self, written: Written) -> None:
+        store, name = self.store, written.collection
+        if written.op == "create":
+            await store.create_collection(name, written.store_schema())
+        elif written.op == "drop":
+            await store.delete_collection(name)
+        elif written.op == "empty":
+            await store.empty(name)
+        elif written.op == "upsert":
+            await store.upsert(name, written.store_points())
+        elif written.op == "overwrite":
+            await store.overwrite_payload(name, written.doc_ids[0], written.payload or {})
+        elif written.op == "delete":
+            await store.delete(name, written.doc_ids)
+        if written.op in ("upsert", "delete"):
+            await store.maintain(name)
+
+    async def _copy(self) -> None:
+        """Load a fresh copy of the worker's store, retrying until the worker answers; the old
+        copy serves searches until the new one is in."""
+        for attempt in itertools.count():
+            self._stale = False
+            target = self._root / str(next(self._copies))
+            started = time.perf_counter()
+            try:
+                copied = await self._bus.call(
+                    WORKER_RPC_QUEUE,
+                    WorkerCall(request=CopyStore(target=str(target))),
+                    StoreCopied,
+                    COPY_TIMEOUT_S,
+                )
+                store = await EdgeStore.open(target)
+            except Exception as exc:  # the worker or the broker is not there yet
+                shutil.rmtree(target, ignore_errors=True)
+                log.info("could not copy the store yet (%s); retrying", exc)
+                self._stale = True
+                await asyncio.sleep(reconnect_delay_s(attempt))
+                continue
+            old, self._store = self._store, store
+            async with self._applied:
+                self._position = Position(copied.epoch, copied.seq)
+                self._applied.notify_all()
+            self.copies_taken += 1
+            log.info(
+                "replica copied at %d:%d in %.2fs",
+                copied.epoch,
+                copied.seq,
+                time.perf_counter() - started,
+            )
+            if old is not None:
+                await old.close()
+                shutil.rmtree(old.root, ignore_errors=True)
+            return

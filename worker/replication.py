@@ -1,0 +1,216 @@
+"""Replication of the embedded store to the searcher processes.
+
+The worker owns the store; a searcher (worker/searchd.py) keeps a replica of it and serves
+searches from that. `Replicator` wraps the worker's store: every write is applied, then broadcast
+in order with its position (epoch, seq), and a searcher that (re)starts gets a copy of the shards
+with the position the copy holds (`copy`). The epoch changes at every worker start, since a write
+applied just before a crash may never have been broadcast; a `tick` with the current position goes
+out every heartbeat, so a replica that missed a write learns it within seconds even when no write
+follows. `mark_visible` records the position of the newest write a client was told succeeded: a
+searcher answers a search only once its replica holds it (read-your-writes across processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+from core.bus import Bus
+from core.enums import DenseDistance
+from core.names import REPLICATION_EXCHANGE, RedisKeys
+from core.redis_client import as_text
+from core.vectors import SparseVector
+from worker.store.edge import EdgeStore
+from worker.store.protocol import (
+    ArmHit,
+    ArmQuery,
+    CollectionSchema,
+    DenseSlot,
+    PointFilter,
+    PointWrite,
+    ScrollPage,
+    SparseSlot,
+    StoredPoint,
+    StoreInfo,
+)
+
+log = logging.getLogger(__name__)
+
+Op = Literal["start", "tick", "create", "drop", "empty", "upsert", "overwrite", "delete"]
+
+
+class Position(NamedTuple):
+    """Where a replica stands: every write of `epoch` up to `seq` applied."""
+
+    epoch: int
+    seq: int
+
+    def text(self) -> str:
+        return f"{self.epoch}:{self.seq}"
+
+    @classmethod
+    def parse(cls, raw: bytes | str | None) -> Position | None:
+        if raw is None:
+            return None
+        epoch, seq = as_text(raw).split(":")
+        return cls(int(epoch), int(seq))
+
+
+class WirePoint(BaseModel):
+    doc_id: str
+    payload: dict[str, Any]
+    vectors: dict[str, SparseVector | list[float]]
+
+
+class Written(BaseModel):
+    """One message of the stream: a write (with its sequence number) or a marker."""
+
+    epoch: int
+    seq: int
+    op: Op
+    collection: str = ""
+    points: list[WirePoint] = []
+    doc_ids: list[str] = []
+    payload: dict[str, Any] | None = None
+    collection_schema: dict[str, Any] | None = None
+
+    def store_points(self) -> list[PointWrite]:
+        return [PointWrite(p.doc_id, p.payload, dict(p.vectors)) for p in self.points]
+
+    def store_schema(self) -> CollectionSchema:
+        raw = self.collection_schema or {}
+        return CollectionSchema(
+            dense=[
+                DenseSlot(d["name"], d["dimensions"], DenseDistance(d["distance"]))
+                for d in raw.get("dense", [])
+            ],
+            sparse=[SparseSlot(s["name"], s["idf"]) for s in raw.get("sparse", [])],
+            metadata_indexes=dict(raw.get("metadata_indexes", {})),
+        )
+
+
+class Replicator:
+    """The worker's store, broadcasting each write it makes (the Store protocol, delegated)."""
+
+    def __init__(self, store: EdgeStore, bus: Bus, redis: Redis) -> None:
+        self._store = store
+        self._bus = bus
+        self._redis = redis
+        self._lock = asyncio.Lock()  # one write at a time, so seq order is apply order
+        self._position = Position(0, 0)
+        self._marking = asyncio.Lock()  # marks go out in order: the visible mark never goes back
+        self._marked = Position(0, 0)
+
+    async def start(self) -> None:
+        """A new epoch; every replica of an older one copies the store again."""
+        epoch = int(await self._redis.incr(RedisKeys.replication_epoch()))
+        async with self._lock:
+            self._position = Position(epoch, 0)
+            await self._send("start", advance=False)
+        log.info("replication epoch %d", epoch)
+
+    async def tick(self) -> None:
+        async with self._lock:
+            await self._send("tick", advance=False)
+
+    async def mark_visible(self) -> None:
+        async with self._marking:
+            position = self._position
+            if position != self._marked:
+                await self._redis.set(RedisKeys.replication_visible(), position.text())
+                self._marked = position
+
+    async def copy(self, target: Path, collections: list[str] | None) -> Position:
+        """Copy the shards into `target`, no write running meanwhile; the position they hold."""
+        async with self._lock:
+            await self._store.copy_to(target, collections)
+            return self._position
+
+    # --- writes: applied, then broadcast ---
+
+    async def create_collection(self, name: str, schema: CollectionSchema) -> None:
+        async with self._lock:
+            await self._store.create_collection(name, schema)
+            await self._send("create", collection=name, collection_schema=asdict(schema))
+
+    async def delete_collection(self, name: str) -> None:
+        async with self._lock:
+            await self._store.delete_collection(name)
+            await self._send("drop", collection=name)
+
+    async def empty(self, name: str) -> None:
+        async with self._lock:
+            await self._store.empty(name)
+            await self._send("empty", collection=name)
+
+    async def upsert(self, name: str, points: list[PointWrite]) -> None:
+        wire = [WirePoint(doc_id=p.doc_id, payload=p.payload, vectors=p.vectors) for p in points]
+        async with self._lock:
+            await self._store.upsert(name, points)
+            await self._send("upsert", collection=name, points=wire)
+
+    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
+        async with self._lock:
+            await self._store.overwrite_payload(name, doc_id, payload)
+            await self._send("overwrite", collection=name, doc_ids=[doc_id], payload=payload)
+
+    async def delete(self, name: str, doc_ids: list[str]) -> None:
+        async with self._lock:
+            await self._store.delete(name, doc_ids)
+            await self._send("delete", collection=name, doc_ids=doc_ids)
+
+    async def _send(self, op: Op, advance: bool = True, **fields: Any) -> None:
+        """Broadcast (under the lock). A write that could not be broadcast still counts: the
+        replicas see the gap in `seq` at the next message, or the next tick, and copy again."""
+        if advance:
+            self._position = Position(self._position.epoch, self._position.seq + 1)
+        epoch, seq = self._position
+        message = Written(epoch=epoch, seq=seq, op=op, **fields)
+        try:
+            await self._bus.broadcast(REPLICATION_EXCHANGE, message)
+        except Exception as exc:  # the write itself is done; the replicas will notice the gap
+            log.warning("could not broadcast %s %d:%d to the searchers: %s", op, epoch, seq, exc)
+
+    # --- everything else: the store's own ---
+
+    async def collection_exists(self, name: str) -> bool:
+        return await self._store.collection_exists(name)
+
+    async def list_collections(self) -> list[str]:
+        return await self._store.list_collections()
+
+    async def describe(self) -> StoreInfo:
+        return await self._store.describe()
+
+    async def retrieve(
+        self, name: str, doc_ids: list[str], with_vectors: bool = False
+    ) -> dict[str, StoredPoint]:
+        return await self._store.retrieve(name, doc_ids, with_vectors)
+
+    async def count(self, name: str) -> int:
+        return await self._store.count(name)
+
+    async def scroll(
+        self,
+        name: str,
+        filter: PointFilter | None,
+        after: str | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> ScrollPage:
+        return await self._store.scroll(name, filter, after, limit, with_vectors)
+
+    async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
+        return await self._store.query_arms(name, arms)
+
+    async def maintain(self, name: str) -> None:
+        await self._store.maintain(name)
+
+    async def close(self) -> None:
+        await self._store.close()
