@@ -173,6 +173,10 @@ class Bus:
         """RPC: publish a request and wait for its typed reply (errors come back raised).
 
         If the connection drops while waiting, the call fails at once with Unavailable."""
+        return reply_type.model_validate_json(await self.call_raw(queue, request, timeout_s))
+
+    async def call_raw(self, queue: str, request: BaseModel, timeout_s: float) -> bytes:
+        """`call`, answering the reply's JSON as it came (for a caller that passes it on)."""
         reply_queue = await self._ensure_reply_queue()
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[AbstractIncomingMessage] = asyncio.get_running_loop().create_future()
@@ -194,23 +198,7 @@ class Bus:
         headers = reply.headers or {}
         if ERROR_STATUS in headers:
             raise error_for_status(int(str(headers[ERROR_STATUS])), str(headers[ERROR_MESSAGE]))
-        return reply_type.model_validate_json(reply.body)
-
-    async def call_with_retry(
-        self, queue: str, request: BaseModel, reply_type: type[Rep], timeouts: Sequence[float]
-    ) -> Rep:
-        """RPC with one try per entry of `timeouts`; only a try left unanswered is retried.
-
-        Every try is its own message (its own expiry): a late answer to an earlier try is
-        dropped, and repeating the request must be harmless (embedding is a pure function).
-        """
-        *tries, last_s = timeouts
-        for timeout_s in tries:
-            try:
-                return await self.call(queue, request, reply_type, timeout_s)
-            except RpcTimeout:
-                log.info("no answer from %s within %.1f s; trying again", queue, timeout_s)
-        return await self.call(queue, request, reply_type, last_s)
+        return reply.body
 
     async def reply(self, request: AbstractIncomingMessage, result: BaseModel | BraidError) -> None:
         """Answer an RPC request (no-op when the caller asked for no answer)."""

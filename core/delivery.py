@@ -1,5 +1,6 @@
 """One delivery and one queue as a consumer sees them: settling a message whose channel may be
-gone, the answer to an RPC request, and a queue's depth and consumers (what readiness reads)."""
+gone, the answer to an RPC request, a queue's depth and consumers (what readiness reads), and an
+RPC call retried when unanswered."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from aiormq.exceptions import AMQPError
 from pydantic import BaseModel
 
-from core.errors import BraidError
+from core.errors import BraidError, RpcTimeout
+
+if TYPE_CHECKING:
+    from core.bus import Bus
 
 log = logging.getLogger(__name__)
+Rep = TypeVar("Rep", bound=BaseModel)
 
 # An RPC answer that is an error carries its status and message in these headers, and no body.
 ERROR_STATUS = "x-error-status"
@@ -109,3 +114,20 @@ def broker_version(connection: Any) -> str:
     if isinstance(version, bytes):
         version = version.decode(errors="replace")
     return str(version) if version else "unknown"
+
+
+async def call_with_retry(
+    bus: Bus, queue: str, request: BaseModel, reply_type: type[Rep], timeouts: Sequence[float]
+) -> Rep:
+    """RPC with one try per entry of `timeouts`; only a try left unanswered is retried.
+
+    Every try is its own message (its own expiry): a late answer to an earlier try is
+    dropped, and repeating the request must be harmless (embedding is a pure function).
+    """
+    *tries, last_s = timeouts
+    for timeout_s in tries:
+        try:
+            return await bus.call(queue, request, reply_type, timeout_s)
+        except RpcTimeout:
+            log.info("no answer from %s within %.1f s; trying again", queue, timeout_s)
+    return await bus.call(queue, request, reply_type, last_s)

@@ -14,6 +14,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.bus import Bus
+from core.delivery import call_with_retry
 from core.enums import EmbedKind, EmbedOutput, VectorType
 from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
@@ -95,7 +96,7 @@ class Vectorizer:
             raise Unavailable("no encoder holding a model is alive (restarting?); retry shortly")
         tries = attempt_timeouts(kind, self._timeout_s)
         replies = await asyncio.gather(
-            *(self._bus.call_with_retry(route.queue, r, EmbedReply, tries) for r in requests)
+            *(call_with_retry(self._bus, route.queue, r, EmbedReply, tries) for r in requests)
         )
         if kind is EmbedKind.DOCUMENT and texts:
             await self._redis.hincrby(RedisKeys.worker_stats(), "texts_embedded", len(texts))

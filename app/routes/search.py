@@ -1,8 +1,8 @@
-"""Search: hybrid retrieval with fusion, answered by the worker."""
+"""Search: hybrid retrieval with fusion, answered by a search process (or the worker)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from app.deps import CollectionName, Context
 from app.services.worker import search
@@ -17,5 +17,5 @@ router = APIRouter(
 @router.post("/search", response_model=SearchResponse, response_model_exclude_none=False)
 async def search_collection(
     collection_name: CollectionName, query: SearchQuery, ctx: Context
-) -> SearchResponse:
+) -> Response:
     return await search(ctx, collection_name, query)

@@ -16,6 +16,7 @@ import httpx
 import redis
 
 from core.bus import Bus
+from core.delivery import call_with_retry
 from core.enums import EmbedKind
 from core.holders import live_holders, parse_registry
 from core.messages import EmbedReply, EmbedRequest
@@ -107,7 +108,7 @@ async def _retried(amqp_url: str) -> tuple[EmbedReply, int]:
 
         await bus.consume(queue, on_message, prefetch=4)
         request = EmbedRequest(model=MODEL, kind=EmbedKind.QUERY, texts=["x"])
-        return await bus.call_with_retry(queue, request, EmbedReply, (0.5, 10.0)), seen
+        return await call_with_retry(bus, queue, request, EmbedReply, (0.5, 10.0)), seen
     finally:
         await bus.close()
 
