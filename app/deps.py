@@ -1,4 +1,7 @@
-"""Dependency aliases for route handlers: the context and validated path parameters."""
+"""Dependency aliases for route handlers: the context and validated path parameters.
+
+Each is `async def` on purpose: FastAPI runs a plain `def` dependency in its thread pool, a
+thread hop per request for what is a few attribute reads."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from app.context import ApiContext
 from core.schemas.common import DOCUMENT_ID_SCHEMA, NAME_SCHEMA, check_name
 
 
-def get_context(request: Request) -> ApiContext:
+async def get_context(request: Request) -> ApiContext:
     context: ApiContext = request.app.state.context
     return context
 
@@ -25,13 +28,13 @@ def _valid(value: str, loc: str) -> str:
         ) from exc
 
 
-def collection_name(
+async def collection_name(
     collection_name: Annotated[str, Path(json_schema_extra=NAME_SCHEMA)],
 ) -> str:
     return _valid(collection_name, "collection_name")
 
 
-def document_id(
+async def document_id(
     document_id: Annotated[str, Path(json_schema_extra=DOCUMENT_ID_SCHEMA)],
 ) -> str:
     return _valid(document_id.strip(), "document_id")

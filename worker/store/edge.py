@@ -69,8 +69,10 @@ class EdgeStore:
         shards: dict[str, _Shard],
         optimize_min_changes: int = 1000,
         optimize_growth: float = 0.2,
+        inline: bool = False,
     ) -> None:
         self._root = root
+        self._inline = inline
         self._lock = lock
         self._shards = shards
         self._table = asyncio.Lock()
@@ -81,9 +83,18 @@ class EdgeStore:
 
     @classmethod
     async def open(
-        cls, root: Path, *, optimize_min_changes: int = 1000, optimize_growth: float = 0.2
+        cls,
+        root: Path,
+        *,
+        optimize_min_changes: int = 1000,
+        optimize_growth: float = 0.2,
+        inline: bool = False,
     ) -> EdgeStore:
-        """Own `root` (StoreLocked if another process does) and load every collection in it."""
+        """Own `root` (StoreLocked if another process does) and load every collection in it.
+
+        `inline`: run reads and writes on the event loop's thread instead of a worker thread.
+        The engine holds the GIL while it works, so a thread buys the loop nothing but the two
+        hops; a process that only searches (a searcher) is better off without them."""
         root.mkdir(parents=True, exist_ok=True)
         lock = folder.take_lock(root)
         try:
@@ -94,7 +105,7 @@ class EdgeStore:
         except BaseException:
             lock.close()
             raise
-        store = cls(root, lock, shards, optimize_min_changes, optimize_growth)
+        store = cls(root, lock, shards, optimize_min_changes, optimize_growth, inline)
         store.opened_cleanly = clean
         log.info("store opened (%d collections, closed cleanly last time: %s)", len(shards), clean)
         return store
@@ -210,6 +221,8 @@ class EdgeStore:
                 await self._on(
                     shard, name, functools.partial(_copy, self._root / name, target / name)
                 )
+        # Each shard was flushed before it was copied: the copy opens without replaying logs.
+        await asyncio.to_thread(folder.mark_closed_cleanly, target)
 
     async def maintain(self, name: str) -> None:
         """Start optimizing the shard when it changed enough since the last time; one at a time.
@@ -307,6 +320,8 @@ class EdgeStore:
         async with shard.gate.shared():
             if shard.closed:
                 raise CollectionMissing(name)
+            if self._inline:
+                return _inline(work, shard.engine)
             return await _in_thread(work, shard.engine)
 
 
@@ -319,6 +334,15 @@ async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
         # The engine call cannot be stopped; keep the shard held until it is done with it.
         await asyncio.wait([task])
         raise
+    except StoreError:
+        raise
+    except Exception as exc:  # the engine raises bare Exception for every failure
+        raise StoreError(str(exc)) from exc
+
+
+def _inline(fn: Callable[[qe.EdgeShard], T], engine: qe.EdgeShard) -> T:
+    try:
+        return fn(engine)
     except StoreError:
         raise
     except Exception as exc:  # the engine raises bare Exception for every failure
