@@ -169,7 +169,7 @@ class Replica:
                     StoreCopied,
                     COPY_TIMEOUT_S,
                 )
-                store = await EdgeStore.open(target, inline=True)
+                store = await EdgeStore.open(target, replica=True)
             except Exception as exc:  # the worker or the broker is not there yet
                 shutil.rmtree(target, ignore_errors=True)
                 log.info("could not copy the store yet (%s); retrying", exc)
