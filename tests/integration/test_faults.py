@@ -87,7 +87,11 @@ def test_every_process_killed_in_turn_loses_nothing(faulty: Stack) -> None:
         _recovered(faulty, traffic, "after")
     finally:
         traffic.stop()
-    wait_until(lambda: queue_total(client, name) == 0, timeout=RECOVERY_S, interval=0.5)
+    try:
+        wait_until(lambda: queue_total(client, name) == 0, timeout=RECOVERY_S, interval=0.5)
+    except AssertionError as exc:  # say what is left, and what the processes said about it
+        info = client.get(f"/v1/collections/{name}/queue/info").text
+        raise AssertionError(f"{exc}\nqueue: {info}\n{faulty.log_tails()}") from exc
     verdict = verify({}, "", traffic.writes, _all_documents(client, name))
     assert verdict.ok, verdict.summary()
     assert verdict.acknowledged > 100
