@@ -5,6 +5,7 @@ errors are 503s (with Retry-After) and the dropped connections of a killed api p
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -27,6 +28,7 @@ KILLED = (
     "rabbitmq",
 )
 RECOVERY_S = 120  # generous for a loaded 2-core machine; the issue's target is 30 s
+STALL_S = 60  # a queue that has not shrunk for this long is stuck
 # What a phase may answer besides 200 and 503: the killed api's own connections drop.
 # A whole-stack restart drops every connection while it is down.
 ALLOWED = {"api:api-1": {503, CONNECTION_DROPPED}, "restart": {503, CONNECTION_DROPPED}}
@@ -43,6 +45,20 @@ def _all_documents(client: httpx.Client, name: str) -> dict[str, str]:
         after = page.json()["after"]
         if after is None:
             return found
+
+
+def _drained(client: httpx.Client, name: str) -> None:
+    """Wait for the collection's queue to empty while it keeps shrinking: the backlog the outages
+    left takes as long as the encoders need to embed it, so only a queue that stops moving for
+    STALL_S fails (a write that is stuck, or failed for good, never leaves it)."""
+    lowest = queue_total(client, name)
+    moved = time.monotonic()
+    while lowest > 0:
+        assert time.monotonic() - moved < STALL_S, f"the queue stayed at {lowest} for {STALL_S} s"
+        time.sleep(0.5)
+        total = queue_total(client, name)
+        if total < lowest:
+            lowest, moved = total, time.monotonic()
 
 
 def _recovered(stack: Stack, traffic: Traffic, phase: str) -> None:
@@ -88,7 +104,7 @@ def test_every_process_killed_in_turn_loses_nothing(faulty: Stack) -> None:
     finally:
         traffic.stop()
     try:
-        wait_until(lambda: queue_total(client, name) == 0, timeout=RECOVERY_S, interval=0.5)
+        _drained(client, name)
     except AssertionError as exc:  # say what is left, and what the processes said about it
         info = client.get(f"/v1/collections/{name}/queue/info").text
         raise AssertionError(f"{exc}\nqueue: {info}\n{faulty.log_tails()}") from exc
