@@ -27,6 +27,18 @@ BULK_BACKLOG = 5_000
 BASE = f"/v1/collections/{COLLECTION}"
 
 
+async def post_until_taken(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> httpx.Response:
+    """POST, waiting each 503's Retry-After and sending again; any other error raises."""
+    while True:
+        response = await client.post(path, json=body)
+        if response.status_code != 503:
+            response.raise_for_status()
+            return response
+        await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+
+
 @dataclass
 class Bulk:
     documents: int
@@ -80,14 +92,7 @@ class LoadCollection:
         response.raise_for_status()
 
     async def _post_bulk(self, documents: list[dict[str, Any]]) -> None:
-        while True:
-            response = await self.client.post(
-                f"{BASE}/documents/bulk", json={"documents": documents}
-            )
-            if response.status_code != 503:
-                response.raise_for_status()
-                return
-            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+        await post_until_taken(self.client, f"{BASE}/documents/bulk", {"documents": documents})
 
     async def prepopulate(self, documents: int, minutes: float) -> Bulk:
         """Bulk-load documents 0, 1, 2 … until `documents` or `minutes`, then wait until all

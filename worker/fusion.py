@@ -8,7 +8,7 @@ content arm of the same vector (docs/relevance.md); an option that names a field
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.enums import FusionMode
@@ -32,10 +32,6 @@ class Fused:
     score: float = 0.0
     raw_sum: float = 0.0
     arm_scores: dict[int, tuple[float, int]] = field(default_factory=dict)  # arm -> (raw, rank)
-
-
-def one_per_arm(weights: Sequence[float]) -> list[Retriever]:
-    return [Retriever((arm,), weight) for arm, weight in enumerate(weights)]
 
 
 def fuse(hits: list[list[ArmHit]], retrievers: list[Retriever], mode: FusionMode) -> list[Fused]:

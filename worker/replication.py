@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from core.bus import Bus
-from core.enums import DenseDistance
 from core.names import REPLICATION_EXCHANGE, RedisKeys
 from core.redis_client import as_text
 from core.vectors import SparseVector
@@ -31,11 +30,9 @@ from worker.store.protocol import (
     ArmHit,
     ArmQuery,
     CollectionSchema,
-    DenseSlot,
     PointFilter,
     PointWrite,
     ScrollPage,
-    SparseSlot,
     StoredPoint,
     StoreInfo,
 )
@@ -84,15 +81,7 @@ class Written(BaseModel):
         return [PointWrite(p.doc_id, p.payload, dict(p.vectors)) for p in self.points]
 
     def store_schema(self) -> CollectionSchema:
-        raw = self.collection_schema or {}
-        return CollectionSchema(
-            dense=[
-                DenseSlot(d["name"], d["dimensions"], DenseDistance(d["distance"]))
-                for d in raw.get("dense", [])
-            ],
-            sparse=[SparseSlot(s["name"], s["idf"]) for s in raw.get("sparse", [])],
-            metadata_indexes=dict(raw.get("metadata_indexes", {})),
-        )
+        return CollectionSchema.from_dict(self.collection_schema or {})
 
 
 class Replicator:

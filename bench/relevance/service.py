@@ -14,6 +14,7 @@ import httpx
 
 from bench import procs
 from bench.ceiling import cpu
+from bench.collection import post_until_taken
 from bench.relevance.beir import Query, RelevanceSet
 from bench.soak.memory import program_pids
 from harness.stack import Stack
@@ -76,7 +77,9 @@ class Braid:
 
         async def send(batch: list[dict[str, Any]]) -> None:
             async with gate:
-                await self._post(f"/v1/collections/{name}/documents/bulk", {"documents": batch})
+                await post_until_taken(
+                    self.client, f"/v1/collections/{name}/documents/bulk", {"documents": batch}
+                )
 
         await asyncio.gather(
             *(send(documents[i : i + BULK]) for i in range(0, len(documents), BULK))
@@ -94,14 +97,6 @@ class Braid:
         response.raise_for_status()
         return int(response.json()["doc_count"])
 
-    async def _post(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
-        while True:
-            response = await self.client.post(path, json=body)
-            if response.status_code != 503:
-                response.raise_for_status()
-                return response
-            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
-
     async def search_all(
         self, name: str, queries: list[Query], options: Mapping[str, Any], limit: int
     ) -> tuple[dict[str, list[str]], Spent]:
@@ -111,7 +106,9 @@ class Braid:
         async def one(query: Query) -> tuple[str, list[str]]:
             async with gate:
                 body = {"query": query.text, "limit": limit, **options}
-                response = await self._post(f"/v1/collections/{name}/search", body)
+                response = await post_until_taken(
+                    self.client, f"/v1/collections/{name}/search", body
+                )
                 return query.id, [hit["id"] for hit in response.json()["results"]]
 
         async def every() -> dict[str, list[str]]:

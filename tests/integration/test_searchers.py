@@ -98,6 +98,13 @@ def test_a_collection_made_and_dropped_is_seen_by_the_replicas_at_once(
     for _ in range(4):
         response = client.post("/v1/collections/fresh/search", json={"query": "lemon"})
         assert response.status_code == 404, response.text
+    # Made again under the same name: the replicas dropped the old one, so its document is gone.
+    create(client, "fresh", keyword_collection())
+    sync_version(client, "fresh", "y", 2)
+    for _ in range(4):
+        response = client.post("/v1/collections/fresh/search", json={"query": "lemon tart"})
+        assert response.status_code == 200, response.text
+        assert [hit["id"] for hit in response.json()["results"]] == ["y"]
 
 
 class Load:

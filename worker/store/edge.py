@@ -6,7 +6,6 @@ import asyncio
 import functools
 import logging
 import re
-import shutil
 import time
 from collections.abc import Callable
 from importlib.metadata import version as _package_version
@@ -220,9 +219,8 @@ class EdgeStore:
         for name in sorted(self._shards) if names is None else names:
             shard = self._shard(name)
             async with shard.writes:
-                await self._on(
-                    shard, name, functools.partial(_copy, self._root / name, target / name)
-                )
+                copy = functools.partial(_copy_shard, self._root / name, target / name)
+                await self._on(shard, name, copy)
         # Each shard was flushed before it was copied: the copy opens without replaying logs.
         await asyncio.to_thread(folder.mark_closed_cleanly, target)
 
@@ -324,31 +322,28 @@ class EdgeStore:
             if shard.closed:
                 raise CollectionMissing(name)
             if self._replica:
-                return _inline(work, shard.engine)
+                return _guarded(work, shard.engine)
             return await _in_thread(work, shard.engine)
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
     """Run a blocking engine call in a thread; a cancelled caller still waits for it to end."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    task = asyncio.ensure_future(asyncio.to_thread(_guarded, fn, *args))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         # The engine call cannot be stopped; keep the shard held until it is done with it.
         await asyncio.wait([task])
         raise
-    except StoreError:
-        raise
-    except Exception as exc:  # the engine raises bare Exception for every failure
-        raise StoreError(str(exc)) from exc
 
 
-def _inline(fn: Callable[[qe.EdgeShard], T], engine: qe.EdgeShard) -> T:
+def _guarded(fn: Callable[..., T], *args: Any) -> T:
+    """An engine call, its failures as StoreError (the engine raises bare Exception)."""
     try:
-        return fn(engine)
+        return fn(*args)
     except StoreError:
         raise
-    except Exception as exc:  # the engine raises bare Exception for every failure
+    except Exception as exc:
         raise StoreError(str(exc)) from exc
 
 
@@ -360,10 +355,8 @@ def _apply(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
     engine.flush()  # msyncs the WAL and segments: the write is durable when this returns
 
 
-def _copy(source: Path, target: Path, engine: qe.EdgeShard) -> None:
-    engine.flush()
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target)
+def _copy_shard(source: Path, target: Path, engine: qe.EdgeShard) -> None:
+    folder.copy_shard(engine, source, target)
 
 
 def _apply_unflushed(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:

@@ -22,7 +22,7 @@ import qdrant_edge as qe
 
 from core.enums import DenseDistance
 from worker.store.conditions import index_fields
-from worker.store.protocol import CollectionSchema, DenseSlot, SparseSlot, StoreError, StoreLocked
+from worker.store.protocol import CollectionSchema, StoreError, StoreLocked
 
 LOCK_FILE = ".lock"
 CLEAN_FILE = ".closed-cleanly"  # written by a clean close, taken away at open
@@ -89,6 +89,13 @@ def recover(root: Path) -> None:
         elif path.name.startswith((_TRASH, _OPTIMIZING)):
             shutil.rmtree(path)  # an optimize cut short is simply done again
     _sync_dir(root)
+
+
+def copy_shard(engine: qe.EdgeShard, source: Path, target: Path) -> None:
+    """A loadable copy of an open shard (no write may run meanwhile): flushed, then copied."""
+    engine.flush()
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
 
 
 def collection_dirs(root: Path) -> list[Path]:
@@ -186,16 +193,7 @@ def _write_schema(path: Path, schema: CollectionSchema) -> None:
 
 
 def _read_schema(path: Path) -> CollectionSchema:
-    raw = json.loads(path.read_text())
-    return CollectionSchema(
-        dense=[
-            DenseSlot(s["name"], s["dimensions"], DenseDistance(s["distance"]))
-            for s in raw["dense"]
-        ],
-        sparse=[SparseSlot(s["name"], s["idf"]) for s in raw["sparse"]],
-        # schemas written before metadata indexes existed have none
-        metadata_indexes=dict(raw.get("metadata_indexes") or {}),
-    )
+    return CollectionSchema.from_dict(json.loads(path.read_text()))
 
 
 def _sync_dir(path: Path) -> None:

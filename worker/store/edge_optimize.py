@@ -19,6 +19,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
+from worker.store import edge_folder as folder
 from worker.store.protocol import StoreError
 
 OPTIMIZING = ".optimizing-"
@@ -27,10 +28,8 @@ _PROJECT = Path(__file__).resolve().parents[2]  # where `-m worker...` resolves
 
 def copy_for_optimize(root: Path, name: str, engine: qe.EdgeShard) -> Path:
     """A copy of the live shard (no write may run meanwhile): the child optimizes this one."""
-    engine.flush()
     copy = root / f"{OPTIMIZING}{name}"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(root / name, copy)
+    folder.copy_shard(engine, root / name, copy)
     return copy
 
 

@@ -37,6 +37,19 @@ class CollectionSchema:
     # metadata key -> index type (string, integer, float, boolean, datetime): payload indexes
     metadata_indexes: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> CollectionSchema:
+        """The schema from `dataclasses.asdict` of one (a shard's schema file, a replicated
+        create); schemas written before metadata indexes existed have none."""
+        return cls(
+            dense=[
+                DenseSlot(s["name"], s["dimensions"], DenseDistance(s["distance"]))
+                for s in raw.get("dense", [])
+            ],
+            sparse=[SparseSlot(s["name"], s["idf"]) for s in raw.get("sparse", [])],
+            metadata_indexes=dict(raw.get("metadata_indexes") or {}),
+        )
+
 
 @dataclass(frozen=True)
 class PointFilter:

@@ -6,8 +6,13 @@ from __future__ import annotations
 import pytest
 
 from core.enums import FusionMode
-from worker.fusion import Retriever, fuse, one_per_arm
+from worker.fusion import Retriever, fuse
 from worker.store.protocol import ArmHit
+
+
+def one_per_arm(weights: list[float]) -> list[Retriever]:
+    """Every arm its own retriever, as a request's vector_options with fields make them."""
+    return [Retriever((arm,), weight) for arm, weight in enumerate(weights)]
 
 
 def hits(*pairs: tuple[str, float]) -> list[ArmHit]:
