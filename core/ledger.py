@@ -99,13 +99,20 @@ class Ledger:
         raws = await self._redis.hmget(RedisKeys.queue_items(collection), queue_ids)
         return {qid: json.loads(raw) for qid, raw in zip(queue_ids, raws, strict=True) if raw}
 
-    async def finish(self, collection: str, queue_id: str, doc_id: str) -> bool:
-        keys = [
-            RedisKeys.queue_items(collection),
-            RedisKeys.doc_items(collection, doc_id),
-            RedisKeys.queue_counts(collection),
-        ]
-        return bool(await self._finish(keys=keys, args=[queue_id]))
+    async def finish(self, collection: str, items: list[tuple[str, str]]) -> int:
+        """Remove processed items, given as (queue_id, doc_id), in one round trip; how many
+        were still there."""
+        if not items:
+            return 0
+        pipe = self._redis.pipeline(transaction=False)
+        for queue_id, doc_id in items:
+            keys = [
+                RedisKeys.queue_items(collection),
+                RedisKeys.doc_items(collection, doc_id),
+                RedisKeys.queue_counts(collection),
+            ]
+            await self._finish(keys=keys, args=[queue_id], client=pipe)
+        return sum(int(found) for found in await pipe.execute())
 
     async def restate(
         self, collection: str, queue_id: str, status: DocumentStatus, info: str, try_count: int
@@ -119,11 +126,15 @@ class Ledger:
             as_text(q) for q in await self._redis.smembers(RedisKeys.doc_items(collection, doc_id))
         ]
         items = await self.live_items(collection, queue_ids)
-        limit, cancelled = to_micros(up_to), 0
-        for qid, item in items.items():
-            if item["op_type"] == OpType.UPSERT.value and item["ts_us"] <= limit:
-                cancelled += await self.finish(collection, qid, doc_id)
-        return cancelled
+        limit = to_micros(up_to)
+        return await self.finish(
+            collection,
+            [
+                (qid, doc_id)
+                for qid, item in items.items()
+                if item["op_type"] == OpType.UPSERT.value and item["ts_us"] <= limit
+            ],
+        )
 
     async def statuses(self, collection: str, doc_id: str) -> list[StatusEntry]:
         queue_ids = [

@@ -18,6 +18,10 @@ from worker.indexing import Indexer, Write
 
 log = logging.getLogger(__name__)
 REQUEUE_AFTER_FAILURE_S = 1.0
+# Batches processed side by side: while one waits for the encoders, the other is planned (lexical
+# vectors) or written to the store, so the model never waits for the store. Documents shared by
+# two batches are serialized by the per-document locks; the newest timestamp wins either way.
+BATCHES_IN_FLIGHT = 2
 
 
 class DocumentConsumer:
@@ -40,17 +44,33 @@ class DocumentConsumer:
         self._stopping.set()
 
     async def run(self) -> None:
-        while not self._stopping.is_set():
-            batch = await self._next_batch()
-            if not batch:
-                continue
-            try:
-                await self._process(batch)
-            except Exception as exc:  # bookkeeping failed (Redis down): the batch comes back
-                log.warning("a batch of %d could not be processed (%s); requeued", len(batch), exc)
-                for message in batch:
-                    if not message.processed:
-                        self._later(message, REQUEUE_AFTER_FAILURE_S)
+        """Take batches off the inbox and process up to BATCHES_IN_FLIGHT side by side; on stop,
+        finish the ones in hand (cancelled, their messages stay unacked and come back)."""
+        room = asyncio.Semaphore(BATCHES_IN_FLIGHT)
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while not self._stopping.is_set():
+                await room.acquire()
+                batch = await self._next_batch()
+                if not batch:
+                    room.release()
+                    continue
+                task = asyncio.create_task(self._process_or_requeue(batch))
+                running.add(task)
+                task.add_done_callback(running.discard)
+                task.add_done_callback(lambda _: room.release())
+        finally:
+            if running:
+                await _finish_all(running)
+
+    async def _process_or_requeue(self, batch: list[AbstractIncomingMessage]) -> None:
+        try:
+            await self._process(batch)
+        except Exception as exc:  # bookkeeping failed (Redis down): the batch comes back
+            log.warning("a batch of %d could not be processed (%s); requeued", len(batch), exc)
+            for message in batch:
+                if not message.processed:
+                    self._later(message, REQUEUE_AFTER_FAILURE_S)
 
     async def _next_batch(self) -> list[AbstractIncomingMessage]:
         try:
@@ -105,8 +125,7 @@ class DocumentConsumer:
             else:
                 await self._isolate(collection, items, live)
             return
-        for raw, m in items:
-            await self._finish(collection, raw, m)
+        await self._finish(collection, items)
 
     async def _isolate(
         self,
@@ -122,13 +141,14 @@ class DocumentConsumer:
                 log.warning("write %s of %s failed: %s", m.queue_id, m.doc_id, _reason(exc))
                 await self._retry_or_fail(collection, [(raw, m)], live, _reason(exc))
             else:
-                await self._finish(collection, raw, m)
+                await self._finish(collection, [(raw, m)])
 
     async def _finish(
-        self, collection: str, raw: AbstractIncomingMessage, message: DocumentMessage
+        self, collection: str, items: list[tuple[AbstractIncomingMessage, DocumentMessage]]
     ) -> None:
-        await self._ledger.finish(collection, message.queue_id, message.doc_id)
-        await settle(raw)
+        """Processed: out of the ledger first (one round trip), then acked."""
+        await self._ledger.finish(collection, [(m.queue_id, m.doc_id) for _, m in items])
+        await asyncio.gather(*(settle(raw) for raw, _ in items))
 
     async def _retry_or_fail(
         self,
@@ -161,6 +181,17 @@ class DocumentConsumer:
         task = asyncio.create_task(_requeue_after(raw, delay_s))
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
+
+
+async def _finish_all(running: set[asyncio.Task[None]]) -> None:
+    """Wait for the batches in hand, even if the wait itself is cancelled (then cancel them)."""
+    try:
+        await asyncio.gather(*running)
+    except asyncio.CancelledError:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
 
 
 async def _requeue_after(raw: AbstractIncomingMessage, delay_s: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,16 +41,20 @@ class DocumentLocks:
                 await self._release(keys=held, args=[token])
 
     async def _acquire(self, keys: list[str], token: str, held: list[str]) -> None:
+        """All of `keys` or none: a caller that gets only some lets them go and tries again, so
+        two batches that share documents (the consumer runs batches side by side) never each
+        hold a part of what the other waits for."""
         deadline = asyncio.get_running_loop().time() + self._wait_s
-        pending = list(keys)
-        while pending:
+        while True:
             pipe = self._redis.pipeline(transaction=False)
-            for key in pending:
+            for key in keys:
                 pipe.set(key, token, nx=True, px=self._ttl_ms)
             results = await pipe.execute()
-            held.extend(k for k, ok in zip(pending, results, strict=True) if ok)
-            pending = [k for k, ok in zip(pending, results, strict=True) if not ok]
-            if pending:
-                if asyncio.get_running_loop().time() > deadline:
-                    raise Unavailable("documents are locked by another worker; retry later")
-                await asyncio.sleep(0.05)
+            held.extend(k for k, ok in zip(keys, results, strict=True) if ok)
+            if len(held) == len(keys):
+                return
+            await self._release(keys=held, args=[token])
+            held.clear()
+            if asyncio.get_running_loop().time() > deadline:
+                raise Unavailable("documents are locked by another worker; retry later")
+            await asyncio.sleep(random.uniform(0.02, 0.08))

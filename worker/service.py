@@ -26,7 +26,7 @@ from core.settings import Settings
 from core.topology import topology
 from worker.admin import Admin, store_ok
 from worker.browsing import Browser
-from worker.consumer import DocumentConsumer
+from worker.consumer import BATCHES_IN_FLIGHT, DocumentConsumer
 from worker.indexing import Indexer
 from worker.joining import Joiner
 from worker.lexstats import LexicalStats
@@ -81,7 +81,9 @@ class WorkerService:
         redis = await connect_redis(settings.redis_url)
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
         await bus.declare(topology(settings))
-        store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
+        store = await open_store(
+            settings.data_dir.resolve(), settings.qdrant_url, settings.optimize_min_changes
+        )
         if not isinstance(store, EdgeStore):  # a Qdrant server: the searchers query it too
             return cls(settings, bus, redis, store)
         replicator = Replicator(store, bus, redis)
@@ -96,7 +98,7 @@ class WorkerService:
         await self._bus.consume(
             DOCUMENTS_QUEUE,
             self._consumer.on_message,
-            prefetch=self._settings.worker_batch_size * 2,
+            prefetch=self._settings.worker_batch_size * (BATCHES_IN_FLIGHT + 1),
         )
         self._consuming = asyncio.create_task(self._consumer.run(), name="document-consumer")
         self._heartbeat.start()

@@ -62,7 +62,6 @@ async def _publish(ctx: ApiContext, collection: str, messages: list[DocumentMess
     failures = [
         (m, r) for m, r in zip(messages, results, strict=True) if isinstance(r, BaseException)
     ]
-    for message, _ in failures:
-        await ctx.ledger.finish(collection, message.queue_id, message.doc_id)
+    await ctx.ledger.finish(collection, [(m.queue_id, m.doc_id) for m, _ in failures])
     if failures:
         raise failures[0][1]
