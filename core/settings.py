@@ -54,9 +54,9 @@ class Settings(BaseSettings):
     query_batch_size: int = Field(16, ge=1)
     query_batch_wait_ms: float = Field(0.0, ge=0)
     query_threads: int = Field(1, ge=1)
-    # Document batches a holder runs side by side; they share its threads (1 measured best on
-    # a quiet machine, docs/benchmarks.md).
-    document_workers: int = Field(1, ge=1)
+    # Document batches a holder runs side by side; they share its threads. Two calls of half
+    # the threads beat one of all: +4 % bulk ingest on 2 cores (docs/benchmarks.md, bench/ingest).
+    document_workers: int = Field(2, ge=1)
     # Added to the nice value of the document lane's model threads: queries, the event loop and
     # the broker preempt bulk embedding (Linux; the value is per thread there).
     document_nice: int = Field(10, ge=0, le=19)
@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     search_queue_max: int = Field(1_000, ge=1)
     rpc_timeout_s: float = Field(60.0, gt=0)
     worker_batch_size: int = Field(64, ge=1)
+    # Writes to an embedded shard before it is optimized (then also 20 % growth): each optimize
+    # rebuilds the whole shard's index. Qdrant itself leaves segments under ~6,600 vectors of 384
+    # dims unindexed; at 1,000 a bulk load rebuilt the index every 1,000 documents, on the cores
+    # the model needs (docs/benchmarks.md, bench/ingest).
+    optimize_min_changes: int = Field(5000, ge=1)
     worker_batch_wait_ms: float = Field(20.0, ge=0)
     max_tries: int = Field(5, ge=1)
     retry_after_s: int = Field(2, ge=1)

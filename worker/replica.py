@@ -4,8 +4,10 @@ It starts from a copy of the worker's shards, taken at a known position, then ap
 broadcast writes that follow it, in order. Whenever it cannot be sure to hold every write up to
 the newest position it has heard of (it reconnected to the broker and got a new, empty queue; a
 sequence number was skipped; the worker restarted), it takes a new copy, serving searches from
-the old one meanwhile. A search waits until the replica holds the newest write a client was told
-succeeded (`caught_up`), so a search process never answers from an older state than a client saw.
+the old one meanwhile. It never optimizes: when the worker has optimized a shard, the replica
+copies the result (a file copy, where an optimize is an HNSW build on a core the model needs).
+A search waits until the replica holds the newest write a client was told succeeded
+(`caught_up`), so a search process never answers from an older state than a client saw.
 """
 
 from __future__ import annotations
@@ -123,6 +125,10 @@ class Replica:
             if written.epoch > epoch:  # the worker restarted: copy what it has now
                 self._stale = True
             return
+        if written.op == "optimized":  # the worker's optimized shard: copy it
+            self._stale = True
+            self._inbox.put_nowait(None)  # copy now, not at the next write
+            return
         if written.seq <= seq:  # in the copy already, or a tick of where we stand
             return
         if written.op == "tick" or written.seq != seq + 1:  # something between was missed
@@ -152,8 +158,6 @@ class Replica:
             await store.overwrite_payload(name, written.doc_ids[0], written.payload or {})
         elif written.op == "delete":
             await store.delete(name, written.doc_ids)
-        if written.op in ("upsert", "delete"):
-            await store.maintain(name)
 
     async def _copy(self) -> None:
         """Load a fresh copy of the worker's store, retrying until the worker answers; the old

@@ -39,7 +39,9 @@ from worker.store.protocol import (
 
 log = logging.getLogger(__name__)
 
-Op = Literal["start", "tick", "create", "drop", "empty", "upsert", "overwrite", "delete"]
+Op = Literal[
+    "start", "tick", "optimized", "create", "drop", "empty", "upsert", "overwrite", "delete"
+]
 
 
 class Position(NamedTuple):
@@ -95,6 +97,7 @@ class Replicator:
         self._position = Position(0, 0)
         self._marking = asyncio.Lock()  # marks go out in order: the visible mark never goes back
         self._marked = Position(0, 0)
+        store.on_optimized = self._optimized
 
     async def start(self) -> None:
         """A new epoch; every replica of an older one copies the store again."""
@@ -107,6 +110,12 @@ class Replicator:
     async def tick(self) -> None:
         async with self._lock:
             await self._send("tick", advance=False)
+
+    async def _optimized(self, name: str) -> None:
+        """A shard was optimized: the replicas copy it rather than optimize their own (one HNSW
+        build for the worker and every searcher, instead of one each)."""
+        async with self._lock:
+            await self._send("optimized", advance=False, collection=name)
 
     async def mark_visible(self) -> None:
         async with self._marking:

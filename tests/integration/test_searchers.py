@@ -19,15 +19,27 @@ import pytest
 import redis
 
 from harness.stack import Stack
-from tests.integration.helpers import create, keyword_collection, wait_until
+from tests.integration.helpers import (
+    create,
+    doc,
+    doc_count,
+    keyword_collection,
+    search_ids,
+    wait_until,
+)
 
 SEARCHERS = 2
 RESTART_S = 120.0
+OPTIMIZE_AFTER = 200  # writes before the worker optimizes a shard
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    env = {"BRAID_SEARCHERS": str(SEARCHERS), "BRAID_REPLICA_APPLY_DELAY_MS": "150"}
+    env = {
+        "BRAID_SEARCHERS": str(SEARCHERS),
+        "BRAID_REPLICA_APPLY_DELAY_MS": "150",
+        "BRAID_OPTIMIZE_MIN_CHANGES": str(OPTIMIZE_AFTER),
+    }
     with Stack(env) as running:
         yield running
 
@@ -172,3 +184,21 @@ def test_a_worker_restart_makes_every_replica_copy_the_store_again(
     sync_version(client, "again", "w", 2)
     for _ in range(8):
         assert found_version(client, "again", "w") == "lemon tart version2"
+
+
+def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_their_own(
+    client: httpx.Client, board: redis.Redis
+) -> None:
+    create(client, "optimized", keyword_collection())
+    copies = {index: state["copies"] for index, state in searchers(board).items()}
+    documents = [doc(f"o{i}", f"fig chutney jar{i}") for i in range(OPTIMIZE_AFTER + 100)]
+    for start in range(0, len(documents), 100):
+        response = client.post(
+            "/v1/collections/optimized/documents/bulk",
+            json={"documents": documents[start : start + 100]},
+        )
+        assert response.status_code == 200, response.text
+    wait_until(lambda: doc_count(client, "optimized") == len(documents))
+    wait_until(lambda: all(searchers(board)[i]["copies"] > copies[i] for i in copies), RESTART_S)
+    for _ in range(4):  # whichever searcher answers holds every document
+        assert search_ids(client, "optimized", "jar250")[:1] == ["o250"]

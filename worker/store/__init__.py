@@ -7,8 +7,11 @@ from pathlib import Path
 from worker.store.protocol import Store
 
 
-async def open_store(data_dir: Path, qdrant_url: str | None) -> Store:
-    """The Qdrant server store when a url is set, else the embedded store under data_dir/store."""
+async def open_store(
+    data_dir: Path, qdrant_url: str | None, optimize_min_changes: int = 5000
+) -> Store:
+    """The Qdrant server store when a url is set, else the embedded store under data_dir/store
+    (optimized after `optimize_min_changes` writes at least: see EdgeStore)."""
     # Imported here so that a process loads only the backend it uses.
     if qdrant_url:
         from worker.store.server import ServerStore
@@ -16,4 +19,4 @@ async def open_store(data_dir: Path, qdrant_url: str | None) -> Store:
         return ServerStore.connect(qdrant_url)
     from worker.store.edge import EdgeStore
 
-    return await EdgeStore.open(data_dir / "store")
+    return await EdgeStore.open(data_dir / "store", optimize_min_changes=optimize_min_changes)

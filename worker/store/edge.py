@@ -7,7 +7,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version as _package_version
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -66,7 +66,7 @@ class EdgeStore:
         root: Path,
         lock: IO[str],
         shards: dict[str, _Shard],
-        optimize_min_changes: int = 1000,
+        optimize_min_changes: int = 5000,
         optimize_growth: float = 0.2,
         replica: bool = False,
     ) -> None:
@@ -78,6 +78,9 @@ class EdgeStore:
         self._min_changes = optimize_min_changes
         self._growth = optimize_growth
         self._maintenance: set[asyncio.Task[None]] = set()
+        # Called with a collection's name once an optimized shard is in (the Replicator tells
+        # the replicas, which copy it instead of optimizing their own).
+        self.on_optimized: Callable[[str], Awaitable[None]] | None = None
         self.opened_cleanly = True  # set by `open`: whether the last owner closed it cleanly
 
     @classmethod
@@ -85,7 +88,7 @@ class EdgeStore:
         cls,
         root: Path,
         *,
-        optimize_min_changes: int = 1000,
+        optimize_min_changes: int = 5000,
         optimize_growth: float = 0.2,
         replica: bool = False,
     ) -> EdgeStore:
@@ -271,6 +274,8 @@ class EdgeStore:
                 time.perf_counter() - started,
                 replayed,
             )
+            if self.on_optimized is not None:
+                await self.on_optimized(name)
         except asyncio.CancelledError:
             raise
         except Exception:  # the live shard is untouched: serve on, optimize next time
