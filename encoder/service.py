@@ -19,7 +19,7 @@ from core.redis_client import connect_redis
 from core.settings import Settings
 from core.topology import encoder_queue_spec, topology
 from core.vectors import SparseVector
-from encoder.batcher import Batcher, BatchKey, EmbedFn
+from encoder.batcher import SORT_WINDOW, Batcher, BatchKey, EmbedFn
 from encoder.registry import ModelRegistry
 from encoder.routing import Forwarder, Heartbeat, consumed_queues, role_of
 from encoder.stats import EncoderStats
@@ -56,6 +56,7 @@ class EncoderService:
             query_wait_ms=settings.query_batch_wait_ms,
             document_workers=settings.document_workers,
             document_nice=settings.document_nice,
+            sort_window=SORT_WINDOW,
         )
         self._in_flight: set[asyncio.Task[None]] = set()
         self._draining = False

@@ -34,7 +34,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def minilm(data_dir: Path) -> LoadedModel:
-    return load(data_dir, encoder_threads=2, query_threads=1)
+    return load(data_dir, encoder_threads=2, query_threads=1, document_workers=1)
 
 
 def cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
