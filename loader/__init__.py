@@ -1,0 +1,1 @@
+"""`python3 -m loader FILE --collection NAME`: bulk-load a JSON-lines file into Braid."""
