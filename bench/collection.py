@@ -5,6 +5,7 @@ the load generator saw acknowledged (harness/verify.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from bench.workload import COLLECTION
 from core.bus import Bus
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
 from harness import verify
+from loader.progress import Progress
 
 BULK = 100  # documents per bulk request (the API's limit)
 BULK_IN_FLIGHT = 4
@@ -91,8 +93,22 @@ class LoadCollection:
         response = await self.client.post(BASE, json=workload.collection_body(config))
         response.raise_for_status()
 
-    async def _post_bulk(self, documents: list[dict[str, Any]]) -> None:
+    async def _post_bulk(self, documents: list[dict[str, Any]], progress: Progress) -> None:
         await post_until_taken(self.client, f"{BASE}/documents/bulk", {"documents": documents})
+        progress.sent += len(documents)
+
+    async def _stats(self) -> dict[str, Any]:
+        response = await self.client.get(f"{BASE}/stats")
+        response.raise_for_status()
+        found: dict[str, Any] = response.json()
+        return found
+
+    async def _watch(self, progress: Progress) -> None:
+        """The progress bar (loader/progress.py), from the collection's stats every second."""
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                progress.sample(await self._stats())
+            await asyncio.sleep(1.0)
 
     async def prepopulate(self, documents: int, minutes: float) -> Bulk:
         """Bulk-load documents 0, 1, 2 … until `documents` or `minutes`, then wait until all
@@ -103,20 +119,22 @@ class LoadCollection:
         pending: set[asyncio.Task[None]] = set()
         started = time.monotonic()
         sent = 0
+        progress = Progress(documents)
+        progress.begin(await self._stats())
+        watcher = asyncio.create_task(self._watch(progress))
         while sent < documents and time.monotonic() < deadline:
             if sent % (BULK * 20) == 0:
                 while await self.gauges.doc_queue() > BULK_BACKLOG and time.monotonic() < deadline:
                     await asyncio.sleep(1.0)
                 if time.monotonic() >= deadline:
                     break
-                self.say(f"pre-population: {sent:,} sent")
             count = min(BULK, documents - sent)
             batch = [
                 workload.document(fake, number, workload.PREPOPULATED_AT)
                 for number in range(sent, sent + count)
             ]
             await gate.acquire()
-            task = asyncio.create_task(self._post_bulk(batch))
+            task = asyncio.create_task(self._post_bulk(batch, progress))
             task.add_done_callback(lambda _: gate.release())
             pending.add(task)
             task.add_done_callback(pending.discard)
@@ -129,6 +147,10 @@ class LoadCollection:
         while await self.gauges.doc_queue() > 0 or await self.gauges.doc_count() < sent:
             await asyncio.sleep(1.0)
         seconds = time.monotonic() - started
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        progress.finish()
         self.say(f"pre-population: {sent:,} indexed in {seconds:.0f} s ({sent / seconds:.1f}/s)")
         return Bulk(documents=sent, seconds=seconds, sent_seconds=sent_s)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import pool, raw, texts
+from bench.ingest.baseline import measure as ingest_baseline
 from bench.measure import median, percentile, spread
 from bench.report import Report
 from core.bus import Bus
@@ -77,6 +78,7 @@ class Found:
     raw: dict[str, list[float]] = field(default_factory=dict)  # side by side, as a holder
     raw_intra: dict[str, list[float]] = field(default_factory=dict)  # intra-op threads
     raw_torch: dict[str, list[float]] = field(default_factory=dict)
+    encode: dict[str, list[float]] = field(default_factory=dict)  # sentence-transformers' own
     braid: dict[str, list[float]] = field(default_factory=dict)
     idle: list[list[pool.Timing]] = field(default_factory=list)
     flood: list[list[pool.Timing]] = field(default_factory=list)
@@ -156,6 +158,8 @@ async def throughput_round(
         found.raw_intra.setdefault(name, []).append(raw.throughput(models.intra, texts_, size))
         with raw.torch_threads(threads):
             found.raw_torch.setdefault(name, []).append(raw.throughput(models.torch, texts_, size))
+        with tempfile.TemporaryDirectory() as scratch:
+            found.encode.setdefault(name, []).append(ingest_baseline(texts_, Path(scratch)))
 
 
 async def latency_round(bus: Bus, stack: Stack, corpus: Corpus, sizes: Sizes, found: Found) -> None:
@@ -230,14 +234,17 @@ def throughput_table(report: Report, found: Found) -> None:
     for name in found.raw:
         best = [max(a, b) for a, b in zip(found.raw[name], found.raw_intra[name], strict=True)]
         ratios = [b / r for b, r in zip(found.braid[name], best, strict=True)]
+        to_encode = [b / r for b, r in zip(found.braid[name], found.encode[name], strict=True)]
         rows.append(
             [
                 name,
+                spread(found.encode[name]),
                 spread(found.raw_torch[name]),
                 spread(found.raw_intra[name]),
                 spread(found.raw[name]),
                 spread(found.braid[name]),
                 f"{median(ratios):.0%} ({min(ratios):.0%}–{max(ratios):.0%})",
+                f"{median(to_encode):.0%} ({min(to_encode):.0%}–{max(to_encode):.0%})",
             ]
         )
     threads = settings_for(1).threads_per_encoder
@@ -245,12 +252,15 @@ def throughput_table(report: Report, found: Found) -> None:
         "**Throughput, texts/s.** Raw: the model called directly in one process, "
         f"{threads} threads, either one call at a time with {threads} intra-op threads or "
         f"{threads} single-threaded calls side by side. Braid / raw: against the better raw "
-        "ONNX figure of the same round."
+        "ONNX figure of the same round. `encode()`: the baseline a user would pick, "
+        "sentence-transformers' own `encode(texts, batch_size=32)` with its default threads, in "
+        "a process of its own (bench/ingest/baseline.py); bench/ingest holds the whole ingest "
+        "path to it."
     )
     report.text()
     report.table(
-        ["texts", "raw torch", "raw ONNX, intra-op", "raw ONNX, side by side", "Braid pool",
-         "Braid / raw"],
+        ["texts", "encode()", "raw torch", "raw ONNX, intra-op", "raw ONNX, side by side",
+         "Braid pool", "Braid / raw", "Braid / encode()"],
         rows,
     )  # fmt: skip
 

@@ -81,8 +81,9 @@ SPLIT_RATIO = 0.5
 SPLIT_MIN_CHARS = 400
 # The document lane takes up to SORT_WINDOW model batches of texts at once and sorts them by
 # length before cutting the model calls, as sentence-transformers' encode() sorts its whole input:
-# sorting 32 texts at a time left ~5 % more padding on ~60-word texts (docs/benchmarks.md).
-SORT_WINDOW = 4
+# sorting 32 texts at a time left ~5 % more padding on ~60-word texts (docs/benchmarks.md). Not
+# more: one lane batch of every text in flight left the second document worker idle.
+SORT_WINDOW = 2
 
 
 def length_order(texts: list[str]) -> list[int]:

@@ -21,7 +21,6 @@ import asyncio
 import io
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ import httpx
 
 from bench import procs, texts
 from bench.ceiling import cpu
+from bench.ingest import baseline
 from bench.relevance import beir
 from bench.report import Report
 from bench.soak.memory import program_pids
@@ -83,21 +83,6 @@ def corpora(short: int, abstracts: int, data: Path) -> list[Corpus]:
             )
         )
     return found
-
-
-def baseline(contents: list[str], folder: Path) -> float:
-    """Texts per second of sentence-transformers' encode() in a fresh process."""
-    path = folder / "baseline-texts.json"
-    path.write_text(json.dumps(contents))
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.ingest.baseline", str(path)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    ).stdout
-    found = json.loads(out.strip().splitlines()[-1])
-    return float(found["texts"]) / float(found["seconds"])
 
 
 @dataclass
@@ -174,7 +159,7 @@ def measure(found: list[Corpus], env: dict[str, str], folder: Path) -> list[list
 
 def _timed_baseline(corpus: Corpus, folder: Path, when: str) -> float:
     say(f"sentence-transformers encode() ({when} Braid): {corpus.name}")
-    return baseline(corpus.contents[WARM:], folder)
+    return baseline.measure(corpus.contents[WARM:], folder)
 
 
 def main(argv: list[str]) -> int:

@@ -2,6 +2,8 @@
 
     python3 -m bench.ingest.baseline TEXTS.json   # prints {"texts": n, "seconds": s}
 
+`measure(texts, folder)` runs it and gives texts per second.
+
 Run as a process of its own, on an idle machine, so that torch takes every core with its default
 thread count, as it would in a user's script. The model is the installed all-MiniLM-L6-v2 package
 (the weights `SentenceTransformer("all-MiniLM-L6-v2")` would fetch, with no hub at run time).
@@ -10,11 +12,28 @@ thread count, as it would in a user's script. The model is the installed all-Min
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 BATCH = 32  # encode()'s default
+REPO = Path(__file__).resolve().parents[2]
+
+
+def measure(texts: list[str], folder: Path) -> float:
+    """Texts per second of sentence-transformers' encode() in a fresh process."""
+    path = folder / "baseline-texts.json"
+    path.write_text(json.dumps(texts))
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.ingest.baseline", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout
+    found = json.loads(out.strip().splitlines()[-1])
+    return float(found["texts"]) / float(found["seconds"])
 
 
 def main(path: Path) -> None:
