@@ -170,6 +170,15 @@ class LoadedModel:
     backend: EncoderBackend = EncoderBackend.TORCH
     runners: dict[EmbedKind, Runner] = field(default_factory=dict)
 
+    @property
+    def lanes(self) -> str:
+        """What each lane runs on: 'onnx', 'torch', or documents+queries ('torch+onnx')."""
+        found = [
+            "onnx" if kind in self.runners else "torch"
+            for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY)
+        ]
+        return found[0] if found[0] == found[1] else "+".join(found)
+
     def runner(self, kind: EmbedKind) -> Runner:
         return self.runners.get(kind) or TorchRunner(self.model)
 
@@ -187,7 +196,9 @@ class LoadedModel:
 
 
 def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
-    """ONNX Runtime on CPU (measured faster: docs/benchmarks.md), torch on CUDA."""
+    """ONNX Runtime on CPU, torch on CUDA. On CPU, `auto` runs queries on ONNX (2.6 ms a query,
+    torch 6.7) and document batches on torch (17 % faster on 250-token abstracts, even on ~60
+    words, with torch 2.13: docs/benchmarks.md, bench/ingest); `onnx` runs both on ONNX."""
     if device != "cpu":
         if wanted is EncoderBackend.ONNX:
             log.warning("BRAID_ENCODER_BACKEND=onnx runs on CPU only; using torch on %s", device)
@@ -280,7 +291,7 @@ class ModelRegistry:
             revision or "default",
             path,
             device,
-            loaded.backend,
+            loaded.lanes,
             loaded.dimension,
             model.max_seq_length,
             time.perf_counter() - started,
@@ -288,13 +299,14 @@ class ModelRegistry:
         return loaded
 
     def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> None:
-        """Give the model ONNX runners when that backend is picked and works for it."""
-        if pick_backend(self._settings.encoder_backend, device) is not EncoderBackend.ONNX:
+        """Give the model ONNX runners when that backend is picked and works for it: both lanes
+        when asked for (`onnx`), the query lane only by default (`auto`)."""
+        wanted = self._settings.encoder_backend
+        if pick_backend(wanted, device) is not EncoderBackend.ONNX:
             return
-        threads = {
-            EmbedKind.DOCUMENT: self._settings.threads_per_document_call,
-            EmbedKind.QUERY: self._settings.query_threads,
-        }
+        threads = {EmbedKind.QUERY: self._settings.query_threads}
+        if wanted is EncoderBackend.ONNX:
+            threads[EmbedKind.DOCUMENT] = self._settings.threads_per_document_call
         cache = self._settings.onnx_cache_dir / loaded.name
         try:
             loaded.runners = onnx_runners(loaded.model, path, cache, threads)

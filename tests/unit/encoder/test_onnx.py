@@ -34,7 +34,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def minilm(data_dir: Path) -> LoadedModel:
-    return load(data_dir, encoder_threads=2, query_threads=1, document_workers=1)
+    return load(
+        data_dir, EncoderBackend.ONNX, encoder_threads=2, query_threads=1, document_workers=1
+    )
 
 
 def cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
@@ -42,10 +44,17 @@ def cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
     return (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)
 
 
-def test_auto_runs_minilm_on_onnx_runtime_on_cpu(minilm: LoadedModel) -> None:
-    assert minilm.backend is EncoderBackend.ONNX
+def test_onnx_runs_both_lanes_of_minilm_on_onnx_runtime(minilm: LoadedModel) -> None:
+    assert minilm.backend is EncoderBackend.ONNX and minilm.lanes == "onnx"
     assert isinstance(minilm.runner(EmbedKind.DOCUMENT), onnx.OnnxRunner)
     assert isinstance(minilm.runner(EmbedKind.QUERY), onnx.OnnxRunner)
+
+
+def test_auto_runs_queries_on_onnx_and_document_batches_on_torch(data_dir: Path) -> None:
+    model = load(data_dir)
+    assert model.lanes == "torch+onnx"
+    assert isinstance(model.runner(EmbedKind.QUERY), onnx.OnnxRunner)
+    assert isinstance(model.runner(EmbedKind.DOCUMENT), TorchRunner)
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -81,7 +90,7 @@ def test_each_lane_has_its_own_session_and_thread_count(minilm: LoadedModel) -> 
 def test_the_export_is_made_once_and_reused(minilm: LoadedModel, data_dir: Path) -> None:
     (exported,) = (data_dir / "onnx").rglob("model.onnx")
     made = exported.stat().st_mtime_ns
-    again = load(data_dir)
+    again = load(data_dir, EncoderBackend.ONNX)
     assert again.backend is EncoderBackend.ONNX
     assert [p.stat().st_mtime_ns for p in (data_dir / "onnx").rglob("model.onnx")] == [made]
     assert not list((data_dir / "onnx").rglob("*.tmp"))
