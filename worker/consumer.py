@@ -19,8 +19,9 @@ from worker.indexing import Indexer, Write
 log = logging.getLogger(__name__)
 REQUEUE_AFTER_FAILURE_S = 1.0
 # Batches processed side by side: while the encoders embed two (one per document worker of a
-# holder), another is planned (lexical vectors) or written to the store, so the model never waits. Documents shared by
-# two batches are serialized by the per-document locks; the newest timestamp wins either way.
+# holder), another is planned (lexical vectors) or written to the store, so the model never
+# waits. Documents shared by two batches are serialized by the per-document locks; the newest
+# timestamp wins either way.
 BATCHES_IN_FLIGHT = 3
 
 
