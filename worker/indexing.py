@@ -9,6 +9,7 @@ from enum import StrEnum
 from core.catalog import Catalog
 from core.enums import EmbedKind, OpType
 from core.ledger import Ledger, to_micros
+from core.lexical import document_length
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vector_input import check_top_k, document_vectors
@@ -72,6 +73,29 @@ class LocalVectors:
     vectors: dict[str, VectorValue] = field(default_factory=dict)
     lengths: dict[str, int] = field(default_factory=dict)
     to_embed: list[tuple[Slot, str]] = field(default_factory=list)
+
+
+def with_batch_averages(
+    all_slots: list[Slot], writes: list[Write], averages: dict[str, float]
+) -> dict[str, float]:
+    """Averages with the batch's own mean length for a lexical slot the collection has none for.
+
+    The first batches of a collection come before any length is counted; without this they
+    would get no BM25 length normalisation at all (every document scored as average length).
+    """
+    filled = dict(averages)
+    for slot in all_slots:
+        if not slot.kind.is_lexical or filled.get(slot.name, 0.0) > 0:
+            continue
+        params = slot.lexical_params()
+        lengths = [
+            document_length(text, params)
+            for w in writes
+            if w.document is not None and (text := w.document.field_text(slot.field)).strip()
+        ]
+        if lengths and sum(lengths) > 0:
+            filled[slot.name] = sum(lengths) / len(lengths)
+    return filled
 
 
 def local_vectors(
@@ -199,6 +223,7 @@ class Indexer:
             return
         reusable = await self._reusable_vectors(collection, all_slots, changed, stored, hashes)
         averages = await self._stats.averages(collection)
+        averages = with_batch_averages(all_slots, changed, averages)
         vectors = await self._vectors(config, all_slots, changed, reusable, averages)
         for write in changed:
             assert write.document is not None

@@ -9,7 +9,13 @@ from core.enums import OpType
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vectors import SparseVector
-from worker.indexing import LocalVectors, Write, local_vectors, newest_per_document
+from worker.indexing import (
+    LocalVectors,
+    Write,
+    local_vectors,
+    newest_per_document,
+    with_batch_averages,
+)
 from worker.slots import slots
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -114,3 +120,33 @@ def test_an_unchanged_precomputed_vector_keeps_its_hash_and_differs_from_the_tex
     again = document(vectors=[{**entry, "vector_type": "dense_model"}], name="new name")
     assert slot.text_hash(given) == slot.text_hash(again)
     assert slot.text_hash(given) != slot.text_hash(document())
+
+
+# --- BM25 length normalisation before the collection has counted any length ---
+
+
+def test_a_collection_s_first_batch_is_normalised_by_its_own_mean_length() -> None:
+    short = Document.model_validate(
+        {"id": "s", "timestamp": "2026-01-01T00:00:00Z", "content": "alpha"}
+    )
+    long = Document.model_validate(
+        {"id": "l", "timestamp": "2026-01-01T00:00:00Z", "content": "alpha " + "beta " * 8}
+    )
+    writes = [Write(OpType.UPSERT, d.id, T0, d) for d in (short, long)]
+    kw = SLOTS["kw.content"]
+    filled = with_batch_averages(list(SLOTS.values()), writes, {})
+    assert filled[kw.name] == 5.0  # (1 + 9) / 2 words
+    vectors = {
+        d.id: local_vectors(CONFIG, list(SLOTS.values()), d, {}, filled).vectors[kw.name]
+        for d in (short, long)
+    }
+    # "alpha" once in a short text weighs more than once in a long one
+    assert max(vectors["s"].values) > min(vectors["l"].values)
+    assert "dense.content" not in filled  # only lexical slots have lengths
+
+
+def test_counted_averages_are_kept() -> None:
+    doc = document()
+    kw = SLOTS["kw.content"]
+    writes = [Write(OpType.UPSERT, doc.id, T0, doc)]
+    assert with_batch_averages(list(SLOTS.values()), writes, {kw.name: 40.0})[kw.name] == 40.0
