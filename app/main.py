@@ -13,29 +13,30 @@ from app.auth import KeyRing, authorize
 from app.context import ApiContext
 from app.errors import install_error_handlers
 from app.limits import RequestLimits
-from app.metrics_sampler import ApiStats, ApiStatsMiddleware, MetricsSampler
-from app.metrics_store import MetricsStore
+from app.metrics_sampler import MetricsSampler, RequestMetrics
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
 from app.routes import collections, documents, health, metrics, search, system
 from app.shutdown import CancelledAs503
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
+from core.metrics import Recorder
 from core.redis_client import connect_redis
 from core.settings import Settings
 from core.topology import topology
 
 
 def create_app(settings: Settings) -> FastAPI:
-    stats = ApiStats()
+    recorder = Recorder()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = await connect_redis(settings.redis_url)
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
+        bus.recorder = recorder
         await bus.declare(topology(settings))
         app.state.context = ApiContext(settings, bus, redis, Catalog(redis), Ledger(redis))
-        sampler = MetricsSampler(redis, MetricsStore(redis, settings.encoders), stats)
+        sampler = MetricsSampler(redis, recorder, f"api-{settings.api_index}")
         sampler.start()
         yield
         await sampler.close()
@@ -54,7 +55,7 @@ def create_app(settings: Settings) -> FastAPI:
         redoc_url=None,
     )
     app.state.keys = KeyRing(settings)
-    app.add_middleware(ApiStatsMiddleware, stats=stats)
+    app.add_middleware(RequestMetrics, recorder=recorder)
     # Added last, so outermost: a too-large body is refused before anything reads it.
     app.add_middleware(RequestLimits, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(CancelledAs503)

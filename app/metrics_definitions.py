@@ -1,8 +1,15 @@
-"""What each counter means: unit, description, and the count that turns a sum into an average."""
+"""What each key of /v1/metrics/current and /trends means, derived from core.metrics.
+
+A counter is one key; a histogram gives `<name>_count`, `<name>_sum` (seconds, averaged over
+the count: the sample's `n`) and, for one marked for percentiles, `<name>_bucket{le=…}`. A key
+may carry the labels the metric keeps for trends (`…{status="503"}`); its meaning is the base's.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from core.metrics import VOCABULARY, MetricKind
 
 
 @dataclass(frozen=True)
@@ -10,43 +17,37 @@ class MetricDefinition:
     key: str
     unit: str
     description: str
-    # For a `*_ms_sum`: the counter it is averaged over (sent as the sample's `n`).
+    # For a `_sum`: the key it is averaged over (sent as the sample's `n`).
     count_key: str | None = None
 
 
-DEFINITIONS: tuple[MetricDefinition, ...] = (
-    # api (one node for all api processes)
-    MetricDefinition("http_requests", "req", "HTTP requests answered by the api"),
-    MetricDefinition("http_errors", "req", "HTTP requests answered with a 5xx"),
-    MetricDefinition(
-        "http_request_ms_sum", "ms", "Time spent answering HTTP requests", "http_requests"
-    ),
-    MetricDefinition("searches", "req", "Search requests answered"),
-    MetricDefinition("search_ms_sum", "ms", "Time spent answering searches", "searches"),
-    # encoders
-    MetricDefinition("served", "req", "Embed requests answered by this encoder"),
-    MetricDefinition("forwarded", "req", "Model requests forwarded to a model holder"),
-    MetricDefinition("errors", "req", "Embed requests that failed"),
-    MetricDefinition("texts_embedded", "text", "Texts turned into vectors"),
-    MetricDefinition("inference_count", "req", "Embed requests run on a model here"),
-    MetricDefinition(
-        "inference_ms_sum", "ms", "Model time of embed requests (on the holder)", "inference_count"
-    ),
-    MetricDefinition("routed_count", "req", "Forwarded requests answered"),
-    MetricDefinition(
-        "routed_ms_sum",
-        "ms",
-        "End-to-end time of forwarded requests (with the hop)",
-        "routed_count",
-    ),
-    MetricDefinition("batches", "batch", "Model calls (micro-batches)"),
-    MetricDefinition("batch_ms_sum", "ms", "Model time per micro-batch", "batches"),
-)
+def _definitions() -> tuple[MetricDefinition, ...]:
+    out: list[MetricDefinition] = []
+    for metric in VOCABULARY:
+        if metric.kind is MetricKind.COUNTER:
+            out.append(MetricDefinition(metric.name, "count", metric.help))
+        elif metric.kind is MetricKind.HISTOGRAM:
+            count = f"{metric.name}_count"
+            out.append(MetricDefinition(count, "count", f"How many: {metric.help}"))
+            out.append(MetricDefinition(f"{metric.name}_sum", "s", f"Total: {metric.help}", count))
+            if metric.trend_buckets:
+                out.append(
+                    MetricDefinition(
+                        f"{metric.name}_bucket", "count", f"How many at or below le: {metric.help}"
+                    )
+                )
+    return tuple(out)
+
+
+DEFINITIONS = _definitions()
 BY_KEY = {d.key: d for d in DEFINITIONS}
-# Numeric fields of a stats hash that describe the process rather than count anything.
-IDENTITY_FIELDS = frozenset({"index", "last_seen", "pid"})
 
 
 def definition(key: str) -> MetricDefinition:
-    """Known keys from the table; a counter some process added later still gets a definition."""
-    return BY_KEY.get(key) or MetricDefinition(key, "count", f"Counter '{key}'")
+    """The definition of a key, labels and all; the count key of a `_sum` keeps its labels."""
+    base, brace, labels = key.partition("{")
+    found = BY_KEY.get(base)
+    if found is None:
+        return MetricDefinition(key, "count", f"Counter '{key}'")
+    count_key = found.count_key + brace + labels if found.count_key else None
+    return MetricDefinition(key, found.unit, found.description, count_key)

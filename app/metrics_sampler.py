@@ -1,54 +1,59 @@
-"""The api's own request counters, and the loop that pushes them and takes metric snapshots."""
+"""The api's own metrics (HTTP and search latency), the cluster gauges read when scraped, and
+the loop that publishes the api's metrics and takes the trend snapshots."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.context import ApiContext
 from app.metrics_store import MetricsStore
 from core.lifecycle import Periodic
-from core.names import RedisKeys
+from core.metrics import (
+    COLLECTION_QUEUE,
+    HTTP_REQUEST_SECONDS,
+    HTTP_RESPONSES,
+    QUEUE_DEPTH,
+    SEARCH_SECONDS,
+    Recorder,
+)
+from core.metrics_publish import MetricsPublisher
+from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE
 
-SEARCH_SUFFIX = "/search"
-
-
-class ApiStats:
-    """Counted in memory per request; the sampler moves the increments to Redis (HINCRBY)."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, float] = {}
-
-    def record(self, method: str, path: str | None, status: int, elapsed_ms: float) -> None:
-        self._add("http_requests", 1)
-        self._add("http_request_ms_sum", elapsed_ms)
-        if status >= 500:
-            self._add("http_errors", 1)
-        if method == "POST" and path is not None and path.endswith(SEARCH_SUFFIX):
-            self._add("searches", 1)
-            self._add("search_ms_sum", elapsed_ms)
-
-    def _add(self, key: str, amount: float) -> None:
-        self._counts[key] = self._counts.get(key, 0) + amount
-
-    def take(self) -> dict[str, float]:
-        taken, self._counts = self._counts, {}
-        return taken
-
-    def give_back(self, counts: dict[str, float]) -> None:
-        for key, amount in counts.items():
-            self._add(key, amount)
+SEARCH_ROUTE = "/v1/collections/{collection_name}/search"
+UNMATCHED = "unmatched"  # a path no route answers: one label value, whatever was asked
+SNAPSHOT_INTERVAL_S = 1.0
 
 
-class ApiStatsMiddleware:
-    """Pure ASGI: times each HTTP request and records it under its route template."""
+def record_request(recorder: Recorder, scope: Scope, status: int, seconds: float) -> None:
+    """One answered HTTP request: by route template (never the raw path, which would make a
+    series per document id), and a successful search by collection too."""
+    route = getattr(scope.get("route"), "path", None) or UNMATCHED
+    status_class = f"{status // 100}xx"
+    recorder.observe(
+        HTTP_REQUEST_SECONDS,
+        seconds,
+        route=route,
+        method=scope["method"],
+        status_class=status_class,
+    )
+    recorder.inc(HTTP_RESPONSES, status=str(status))
+    if route == SEARCH_ROUTE and status < 300:
+        collection = scope.get("path_params", {}).get("collection_name", "")
+        recorder.observe(SEARCH_SECONDS, seconds, collection=collection)
 
-    def __init__(self, app: ASGIApp, stats: ApiStats) -> None:
+
+class RequestMetrics:
+    """Pure ASGI middleware: times each HTTP request into the api's recorder."""
+
+    def __init__(self, app: ASGIApp, recorder: Recorder) -> None:
         self.app = app
-        self.stats = stats
+        self.recorder = recorder
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,45 +71,46 @@ class ApiStatsMiddleware:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            route = scope.get("route")  # set by the router when a route matched
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            self.stats.record(scope["method"], getattr(route, "path", None), status, elapsed_ms)
+            record_request(self.recorder, scope, status, time.perf_counter() - started)
+
+
+async def cluster_series(ctx: ApiContext) -> list[list[Any]]:
+    """Gauges of the whole cluster, read when scraped: broker queue depths, and each
+    collection's queued and failed writes from the ledger."""
+    gauges = Recorder()
+    states = await ctx.bus.queue_states([DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE])
+    for queue, state in states.items():
+        if state is not None:
+            gauges.set(QUEUE_DEPTH, state.messages, queue=queue)
+    for collection in await ctx.catalog.names():
+        info = await ctx.ledger.queue_info(collection)
+        by_state = {
+            "queued": info.queued_upsert + info.queued_delete,
+            "requeued": info.requeued_upsert + info.requeued_delete,
+            "failed": info.failed_upsert + info.failed_delete,
+        }
+        for state_name, count in by_state.items():
+            gauges.set(COLLECTION_QUEUE, count, collection=collection, state=state_name)
+    return gauges.state()
 
 
 class MetricsSampler:
-    """Start, run (push the api's counters, take a snapshot if the slot has none), close."""
+    """Publishes the api's metrics and, once per 10-second slot across all api processes,
+    snapshots every node's counters for the trends."""
 
-    def __init__(
-        self, redis: Redis, store: MetricsStore, stats: ApiStats, interval_s: float = 1.0
-    ) -> None:
-        self._redis = redis
-        self._store = store
-        self._stats = stats
-        self._loop = Periodic("metrics sampler", interval_s, lambda: self.tick(time.time()))
+    def __init__(self, redis: Redis, recorder: Recorder, node: str) -> None:
+        self._store = MetricsStore(redis)
+        self._publisher = MetricsPublisher(redis, recorder, node, "api")
+        self._snapshots = Periodic("metrics snapshots", SNAPSHOT_INTERVAL_S, self._snapshot)
 
     def start(self) -> None:
-        self._loop.start()
+        self._publisher.start()
+        self._snapshots.start()
 
     async def close(self) -> None:
-        await self._loop.stop()
+        await self._snapshots.stop()
         with contextlib.suppress(RedisError, OSError):
-            await self.flush()
+            await self._publisher.close()
 
-    async def tick(self, now: float) -> None:
-        await self.flush()
-        await self._store.snapshot(now)
-
-    async def flush(self) -> None:
-        counts = self._stats.take()
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for key, value in counts.items():
-                    if key.endswith("_ms_sum"):
-                        pipe.hincrbyfloat(RedisKeys.api_stats(), key, value)
-                    else:
-                        pipe.hincrby(RedisKeys.api_stats(), key, int(value))
-                pipe.hset(RedisKeys.api_stats(), "last_seen", time.time())
-                await pipe.execute()
-        except BaseException:
-            self._stats.give_back(counts)
-            raise
+    async def _snapshot(self) -> None:
+        await self._store.snapshot(time.time())

@@ -1,4 +1,4 @@
-"""Every node's counters as Redis holds them now, and the snapshots that give windows and trends.
+"""Every node's counters (from its published metrics) and the snapshots for windows and trends.
 
 A snapshot is every node's counters at one 10-second slot, written once (SET NX) by whichever api
 process gets there first. Minute-aligned ones are kept 25 h (trends); the rest 10 minutes
@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.asyncio import Redis
 
-from app.metrics_definitions import IDENTITY_FIELDS
+from app.prometheus import cumulative_buckets, series_labels
+from core.metrics import BY_NAME, MetricKind
+from core.metrics_publish import read_nodes
 from core.names import RedisKeys
-from core.redis_client import as_text
 
 SLOT_S = 10
 TREND_SLOT_S = 60
@@ -35,16 +37,34 @@ class Node:
     counters: Counters = field(default_factory=dict)
 
 
-def counters_of(stats: dict[str, str]) -> Counters:
-    """The numeric fields of a stats hash that count something."""
+def trend_counters(series: list[list[Any]]) -> Counters:
+    """A node's series as the keys of /current and /trends: each counter and each histogram's
+    `_count` and `_sum`, summed over the labels the metric does not keep for trends (and the
+    cumulative buckets of a histogram marked for percentiles). Gauges are left out: trends
+    are increases."""
     out: Counters = {}
-    for key, value in stats.items():
-        if key in IDENTITY_FIELDS:
+
+    def add(key: str, value: float) -> None:
+        out[key] = out.get(key, 0.0) + value
+
+    for name, label_values, value in series:
+        metric = BY_NAME.get(name)
+        if metric is None or metric.kind is MetricKind.GAUGE:
             continue
-        try:
-            out[key] = float(value)
-        except ValueError:
+        kept = [
+            (label, v)
+            for label, v in zip(metric.labels, label_values, strict=False)
+            if label in metric.trend_labels
+        ]
+        if metric.kind is MetricKind.COUNTER:
+            add(name + series_labels(kept), float(value))
             continue
+        counts, total, count = value
+        add(f"{name}_count{series_labels(kept)}", float(count))
+        add(f"{name}_sum{series_labels(kept)}", float(total))
+        if metric.trend_buckets:
+            for bound, running in cumulative_buckets(metric, counts):
+                add(f"{name}_bucket{series_labels([*kept, ('le', bound)])}", float(running))
     return out
 
 
@@ -53,28 +73,16 @@ def slot_of(t: float) -> int:
 
 
 class MetricsStore:
-    def __init__(self, redis: Redis, encoders: int) -> None:
+    def __init__(self, redis: Redis) -> None:
         self._redis = redis
-        self._encoders = encoders  # BRAID_ENCODERS: their stats hashes are numbered 1..N
 
     async def nodes(self) -> dict[str, Node]:
-        """Encoders, the worker and the api, with their counters (missing ones left out)."""
-        nodes: dict[str, Node] = {}
-        # Read by index, not SCAN: a SCAN walks every key (the ledger holds millions).
-        for index in range(1, self._encoders + 1):
-            stats = await self._hash(RedisKeys.encoder_stats(index))
-            if stats:
-                role = f"encoder:{stats.get('role', 'unknown')}"
-                nodes[f"encoder-{index}"] = _node(role, stats)
-        worker = await self._hash(RedisKeys.worker_stats())
-        beat = await self._redis.get(RedisKeys.heartbeat("worker"))
-        if beat:
-            worker.setdefault("last_seen", str(json.loads(beat).get("ts", "")))
-        nodes["worker"] = _node("worker", worker)
-        api = await self._hash(RedisKeys.api_stats())
-        if api:
-            nodes["api"] = _node("api", api)
-        return nodes
+        """Every process that published its metrics (api, worker, searchers, encoders)."""
+        states = await read_nodes(self._redis, time.time())
+        return {
+            node: Node(state.role, state.last_seen, state.meta, trend_counters(state.series))
+            for node, state in states.items()
+        }
 
     async def snapshot(self, now: float) -> bool:
         """Record the counters for the current slot unless some api process already did."""
@@ -97,15 +105,3 @@ class MetricsStore:
                 if raw:
                     found[slot] = json.loads(raw)
         return found
-
-    async def _hash(self, key: str) -> dict[str, str]:
-        raw = await self._redis.hgetall(key)
-        return {as_text(k): as_text(v) for k, v in raw.items()}
-
-
-def _node(role: str, stats: dict[str, str]) -> Node:
-    try:
-        last_seen = float(stats.get("last_seen", ""))
-    except ValueError:
-        last_seen = time.time()
-    return Node(role=role, last_seen=last_seen, meta=stats, counters=counters_of(stats))

@@ -1,8 +1,7 @@
-"""Pure shaping of counters into the metrics answers: windows, trend buckets, Prometheus text."""
+"""Pure shaping of counters into the metrics answers: windows and trend buckets."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 
 from app.metrics_definitions import definition
@@ -112,32 +111,3 @@ def _first(lookup: Lookup, slots: list[int]) -> NodeCounters | None:
         if found is not None:
             return found
     return None
-
-
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def prometheus(nodes: dict[str, Node]) -> str:
-    """Text exposition format 0.0.4: every counter as `braid_<key>{node,role}`."""
-    by_key: dict[str, list[tuple[str, Node, float]]] = {}
-    for node_id, node in sorted(nodes.items()):
-        for key, value in node.counters.items():
-            by_key.setdefault(key, []).append((node_id, node, value))
-    lines = []
-    for key in sorted(by_key):
-        name = "braid_" + _UNSAFE.sub("_", key)
-        lines.append(f"# HELP {name} {_label(definition(key).description)}")
-        lines.append(f"# TYPE {name} counter")
-        for node_id, node, value in by_key[key]:
-            labels = f'node="{_label(node_id)}",role="{_label(node.role)}"'
-            lines.append(f"{name}{{{labels}}} {value:g}")
-    lines.append("# HELP braid_node_last_seen_seconds Unix time a node last reported")
-    lines.append("# TYPE braid_node_last_seen_seconds gauge")
-    for node_id, node in sorted(nodes.items()):
-        labels = f'node="{_label(node_id)}",role="{_label(node.role)}"'
-        lines.append(f"braid_node_last_seen_seconds{{{labels}}} {node.last_seen:.3f}")
-    return "\n".join(lines) + "\n"

@@ -45,6 +45,7 @@ from core.errors import (
     dependency_error,
     error_for_status,
 )
+from core.metrics import RPC_SECONDS, Recorder
 from core.retry import reconnect_delay_s
 from core.subscription import OnMessage, Subscription, declare, declare_fanout, subscribe
 from core.topology import QueueSpec
@@ -75,6 +76,7 @@ class Bus:
         self._closing = False
         self._reconnector: asyncio.Task[None] | None = None
         self.reconnects = 0
+        self.recorder: Recorder | None = None  # times each RPC round trip (RPC_SECONDS)
 
     @classmethod
     async def connect(cls, url: str, retry_for_s: float = 180.0, retry_after_s: int = 2) -> Bus:
@@ -178,6 +180,7 @@ class Bus:
     async def call_raw(self, queue: str, request: BaseModel, timeout_s: float) -> bytes:
         """`call`, answering the reply's JSON as it came (for a caller that passes it on)."""
         reply_queue = await self._ensure_reply_queue()
+        started = time.perf_counter()
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[AbstractIncomingMessage] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = future
@@ -195,6 +198,8 @@ class Bus:
                 raise RpcTimeout(f"no answer from '{queue}' within {timeout_s:g} s") from exc
         finally:
             self._pending.pop(correlation_id, None)
+        if self.recorder is not None:
+            self.recorder.observe(RPC_SECONDS, time.perf_counter() - started, call=queue)
         headers = reply.headers or {}
         if ERROR_STATUS in headers:
             raise error_for_status(int(str(headers[ERROR_STATUS])), str(headers[ERROR_MESSAGE]))

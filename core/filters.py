@@ -107,9 +107,7 @@ def _check_depth(depth: int) -> None:
 
 def _check_key(key: Any) -> str:
     if not isinstance(key, str) or not NAME_RE.match(key):
-        raise ValueError(
-            f"filter key {key!r} must be {NAME_RULE}"
-        )
+        raise ValueError(f"filter key {key!r} must be {NAME_RULE}")
     return key
 
 

@@ -69,21 +69,9 @@ class RedisKeys:
         return f"{cls.prefix}:lexstats:{collection}"
 
     @classmethod
-    def worker_stats(cls) -> str:
-        return f"{cls.prefix}:stats:worker"
-
-    @classmethod
-    def encoder_stats(cls, index: int) -> str:
-        return f"{cls.prefix}:stats:encoder:{index}"
-
-    @classmethod
     def encoders(cls) -> str:
         """Hash encoder index -> its heartbeat record (JSON): the model-holder registry."""
         return f"{cls.prefix}:encoders"
-
-    @classmethod
-    def encoder_pattern(cls) -> str:
-        return f"{cls.prefix}:stats:encoder:*"
 
     @classmethod
     def heartbeat(cls, role: str) -> str:
@@ -106,9 +94,9 @@ class RedisKeys:
         return f"{cls.prefix}:searchers"
 
     @classmethod
-    def api_stats(cls) -> str:
-        """Request counters of every api process, summed (HINCRBY)."""
-        return f"{cls.prefix}:stats:api"
+    def metrics_nodes(cls) -> str:
+        """Hash node id -> that process's metrics state (JSON, core.metrics)."""
+        return f"{cls.prefix}:metrics:nodes"
 
     @classmethod
     def metrics_snapshot(cls, slot: int) -> str:

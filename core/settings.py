@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     log_level: str = "info"
     # api processes sharing the port (SO_REUSEPORT): one dying drops only its own requests.
     api_processes: int = Field(2, ge=1)
+    api_index: int = Field(1, ge=1)  # set per api process by supervisord
     header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers, in full
     body_timeout_s: float = Field(30.0, gt=0)  # each chunk of a request body
 

@@ -61,11 +61,15 @@ missing=()
 [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || missing+=(rabbitmq-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# promtool (Debian's prometheus package) checks the /v1/metrics/prometheus exposition in a test.
+if [[ $MODE == test ]] && ! command -v promtool >/dev/null 2>&1; then
+    missing+=(prometheus)
+fi
 if ((${#missing[@]} > 0)); then
     apt_install "${missing[@]}"
     stop_system_services
 else
-    say "rabbitmq-server and redis-server present"
+    say "rabbitmq-server, redis-server and the test tools present"
 fi
 
 if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then

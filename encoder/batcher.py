@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # A batch runs a dense or a sparse model: the lane passes its vectors through untouched.
 EmbedVector = list[float] | SparseVector
 EmbedFn = Callable[[list[str]], Sequence[EmbedVector]]
-OnBatch = Callable[[EmbedKind, int, float], None]  # (lane, texts in the batch, model ms)
+OnBatch = Callable[[str, EmbedKind, int, float], None]  # (model, lane, texts, model ms)
 
 
 @dataclass(frozen=True)
@@ -209,14 +209,14 @@ class Lane:
             or now >= group.pieces[0].arrived + self._wait_s
         )
 
-    def _pick(self, now: float) -> tuple[list[_Piece], EmbedFn] | None:
+    def _pick(self, now: float) -> tuple[list[_Piece], EmbedFn, str] | None:
         """The ready group whose oldest piece waited longest."""
         ready = [k for k in self._groups if self._ready(self._groups[k], now)]
         if not ready:
             return None
         return self._take(min(ready, key=lambda k: self._groups[k].pieces[0].arrived))
 
-    def _take(self, key: BatchKey) -> tuple[list[_Piece], EmbedFn]:
+    def _take(self, key: BatchKey) -> tuple[list[_Piece], EmbedFn, str]:
         """Up to `max_texts` texts from the head of a group, oldest first."""
         group = self._groups[key]
         taken: list[_Piece] = []
@@ -229,7 +229,7 @@ class Lane:
                 count += len(piece.texts)
         if not group.pieces:
             del self._groups[key]
-        return taken, group.embed_fn
+        return taken, group.embed_fn, key.model
 
     def _next_deadline(self, now: float) -> float | None:
         """Seconds until the next candidate's wait window closes (None: nothing waits)."""
@@ -238,7 +238,7 @@ class Lane:
         oldest = min(group.pieces[0].arrived for group in self._groups.values())
         return max(0.0, oldest + self._wait_s - now)
 
-    async def _execute(self, pieces: list[_Piece], embed_fn: EmbedFn) -> None:
+    async def _execute(self, pieces: list[_Piece], embed_fn: EmbedFn, model: str) -> None:
         texts = [text for piece in pieces for text in piece.texts]
         if not texts:
             return
@@ -259,7 +259,7 @@ class Lane:
         finally:
             del self._running[id(pieces)]
         if self._on_batch is not None:
-            self._on_batch(self.kind, len(texts), elapsed_ms)
+            self._on_batch(model, self.kind, len(texts), elapsed_ms)
         unsorted: list[EmbedVector] = [[] for _ in texts]
         for position, index in enumerate(order):
             unsorted[index] = vectors[position]

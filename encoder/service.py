@@ -46,6 +46,7 @@ class EncoderService:
         self._registry = ModelRegistry(settings)
         self._forwarder = Forwarder(bus, settings.rpc_timeout_s)
         self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
+        bus.recorder = self._stats.recorder  # a router times its hop to the holders
         self._heartbeat = Heartbeat(redis, self.index, self.role, lambda: self._registry.loaded)
         self._batcher = Batcher(
             settings.embed_batch_size,
@@ -71,7 +72,7 @@ class EncoderService:
         await self._bus.declare(
             [*topology(self.settings), encoder_queue_spec(self.settings, self.index)]
         )
-        await self._stats.start()
+        self._stats.start()
         if self.role is EncoderRole.MODEL_HOLDER:
             self._batcher.start()
             log.info(
@@ -115,13 +116,12 @@ class EncoderService:
         if self.role is EncoderRole.MODEL_HOLDER:
             return await self.embed(request)
         reply = await self._forwarder.forward(request)
-        self._stats.routed((time.perf_counter() - started) * 1000.0)
+        self._stats.routed(request.model, time.perf_counter() - started)
         return reply
 
     async def embed(self, request: EmbedRequest) -> EmbedReply:
         key, embed_fn = await self._lane_work(request)
         result = await self._batcher.embed(key, request.kind, request.texts, embed_fn)
-        self._stats.inference(result.inference_ms, len(request.texts))
         if request.output is EmbedOutput.SPARSE:
             sparse = [v for v in result.vectors if isinstance(v, SparseVector)]
             return EmbedReply(
@@ -157,10 +157,6 @@ class EncoderService:
     async def _handle(self, message: AbstractIncomingMessage) -> None:
         started = time.perf_counter()
         result = await self._result(message, started)
-        if isinstance(result, EmbedReply):
-            self._stats.served()
-        else:
-            self._stats.error()
         try:
             await self._bus.reply(message, result)
         except BraidError as exc:  # the broker connection dropped: the caller got a 503
@@ -170,13 +166,18 @@ class EncoderService:
     async def _result(
         self, message: AbstractIncomingMessage, started: float
     ) -> BaseModel | BraidError:
+        model = ""
+        error: BraidError
         try:
             request = EmbedRequest.model_validate_json(message.body)
+            model = request.model
             return await self.answer(request, started)
         except ValidationError as exc:
-            return InvalidInput(f"invalid embed request: {exc.error_count()} errors")
+            error = InvalidInput(f"invalid embed request: {exc.error_count()} errors")
         except BraidError as exc:
-            return exc
+            error = exc
         except Exception:  # process boundary: answer 500 without internals, keep serving
             log.exception("embed request failed")
-            return BraidError("internal error")
+            error = BraidError("internal error")
+        self._stats.error(model)
+        return error

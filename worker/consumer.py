@@ -171,6 +171,7 @@ class DocumentConsumer:
                 await self._ledger.restate(
                     collection, m.queue_id, DocumentStatus.FAILED, reason, try_count
                 )
+                self._indexer.count(collection, m.op, "failed")
                 await settle(raw)
             else:
                 await self._ledger.restate(

@@ -10,6 +10,7 @@ from core.catalog import Catalog
 from core.enums import EmbedKind, OpType
 from core.ledger import Ledger, to_micros
 from core.lexical import document_length
+from core.metrics import DOCUMENT_TEXTS_EMBEDDED, DOCUMENT_WRITES, Recorder
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vector_input import check_top_k, document_vectors
@@ -143,6 +144,7 @@ class Indexer:
         ledger: Ledger,
         stats: LexicalStats,
         locks: DocumentLocks,
+        recorder: Recorder | None = None,
     ) -> None:
         self._store = store
         self._vectorizer = vectorizer
@@ -150,6 +152,7 @@ class Indexer:
         self._ledger = ledger
         self._stats = stats
         self._locks = locks
+        self.recorder = recorder or Recorder()  # DOCUMENT_WRITES, DOCUMENT_TEXTS_EMBEDDED
 
     async def apply(self, collection: str, writes: list[Write]) -> dict[str, Outcome]:
         """Apply writes; the outcome of each document's winning write, by document id."""
@@ -162,10 +165,17 @@ class Indexer:
             tombs = await self._ledger.tombstones(collection, list(winners))
             outcomes, plan = await self._plan(collection, config, winners, stored, tombs)
             await self._execute(collection, plan)
-        return {
+        result = {
             w.doc_id: outcomes[w.doc_id] if winners[w.doc_id] is w else Outcome.STALE
             for w in writes
         }
+        for write in writes:
+            self.count(collection, write.op, result[write.doc_id])
+        return result
+
+    def count(self, collection: str, op: OpType, outcome: str) -> None:
+        """One finished write in DOCUMENT_WRITES (the consumer counts the failed ones)."""
+        self.recorder.inc(DOCUMENT_WRITES, collection=collection, op=op.value, outcome=outcome)
 
     async def _plan(
         self,
@@ -224,7 +234,7 @@ class Indexer:
         reusable = await self._reusable_vectors(collection, all_slots, changed, stored, hashes)
         averages = await self._stats.averages(collection)
         averages = with_batch_averages(all_slots, changed, averages)
-        vectors = await self._vectors(config, all_slots, changed, reusable, averages)
+        vectors = await self._vectors(collection, config, all_slots, changed, reusable, averages)
         for write in changed:
             assert write.document is not None
             doc_vectors, lengths = vectors[write.doc_id]
@@ -270,6 +280,7 @@ class Indexer:
 
     async def _vectors(
         self,
+        collection: str,
         config: CollectionConfig,
         all_slots: list[Slot],
         changed: list[Write],
@@ -287,6 +298,7 @@ class Indexer:
             for slot, text in local.to_embed:
                 to_embed.setdefault(slot.vector.name, []).append((write.doc_id, slot, text))
         for jobs in to_embed.values():
+            self.recorder.inc(DOCUMENT_TEXTS_EMBEDDED, len(jobs), collection=collection)
             embedded = await self._vectorizer.encode(
                 jobs[0][1].vector, EmbedKind.DOCUMENT, [text for _, _, text in jobs]
             )

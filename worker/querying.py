@@ -12,6 +12,7 @@ from typing import Any
 from core.catalog import Catalog
 from core.enums import IndexField, VectorType
 from core.errors import InvalidInput
+from core.metrics import SEARCH_STAGE_SECONDS, Recorder
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
 from worker.facets import cap_groups, facet_counts, group_value
@@ -142,14 +143,23 @@ class _Round:
 
     ranked: list[Fused]
     exhausted: bool  # no arm filled its window: a wider one finds nothing more
+    engine_s: float  # time in the engine's query
+    fusion_s: float  # time fusing the arms' hits
 
 
 class Searcher:
-    def __init__(self, store: Store, vectorizer: Vectorizer, catalog: Catalog) -> None:
+    def __init__(
+        self,
+        store: Store,
+        vectorizer: Vectorizer,
+        catalog: Catalog,
+        recorder: Recorder | None = None,
+    ) -> None:
         self._store = store
         self._vectorizer = vectorizer
         self._catalog = catalog
         self._joiner = Joiner(store, catalog)
+        self._recorder = recorder or Recorder()  # per-stage time (SEARCH_STAGE_SECONDS)
 
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
         started = time.perf_counter()
@@ -186,12 +196,17 @@ class Searcher:
         facets = {} if query.facets else None
         if not arms:
             return [], facets
+        started = time.perf_counter()
         vectors = await asyncio.gather(*(self._query_vector(a, query.query) for a in arms))
+        embedded = time.perf_counter()
+        self._stage("query_embedding", embedded - started)
         window = candidate_window(query, len(arms))
         rounds = query.group_max_fetches if query.group_field else 1
         payloads: dict[str, StoredPoint] = {}
+        engine_s = fusion_s = 0.0
         for fetch in range(rounds):
             found = await self._round(collection, arms, vectors, where, window, query)
+            engine_s, fusion_s = engine_s + found.engine_s, fusion_s + found.fusion_s
             need = [f.doc_id for f in found.ranked if f.doc_id not in payloads]
             if query.group_field or query.facets:
                 payloads.update(await self._store.retrieve(collection, need))
@@ -210,6 +225,8 @@ class Searcher:
             facets = facet_counts(pool, keys, max_values)
         missing = [f.doc_id for f in chosen if f.doc_id not in payloads]
         payloads.update(await self._store.retrieve(collection, missing))
+        self._stage("engine", engine_s)
+        self._stage("fusion", fusion_s)
         return [
             self._result(f, payloads, arms, query) for f in chosen if f.doc_id in payloads
         ], facets
@@ -226,11 +243,17 @@ class Searcher:
         requests = [
             ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
         ]
+        started = time.perf_counter()
         hits = await self._store.query_arms(collection, requests)
+        queried = time.perf_counter()
         ranked = fuse(hits, plan_retrievers(arms), query.fusion_mode)
         if query.score_threshold is not None:
             ranked = [f for f in ranked if f.score >= query.score_threshold]
-        return _Round(ranked, exhausted=all(len(h) < window for h in hits))
+        exhausted = all(len(h) < window for h in hits)
+        return _Round(ranked, exhausted, queried - started, time.perf_counter() - queried)
+
+    def _stage(self, stage: str, seconds: float) -> None:
+        self._recorder.observe(SEARCH_STAGE_SECONDS, seconds, stage=stage)
 
     def _choose(
         self, ranked: list[Fused], payloads: dict[str, StoredPoint], query: SearchQuery

@@ -23,6 +23,8 @@ from core.catalog import Catalog
 from core.errors import Unavailable
 from core.lifecycle import Periodic, run_until_signalled
 from core.messages import SearchRequest
+from core.metrics import Recorder
+from core.metrics_publish import MetricsPublisher
 from core.names import SEARCH_QUEUE, RedisKeys
 from core.redis_client import connect_redis
 from core.schemas.search import SearchResponse
@@ -60,10 +62,14 @@ class SearcherService:
         self._redis = redis
         self._store = store
         self._replica = replica
+        recorder = Recorder()
+        bus.recorder = recorder
         vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        self._searcher = Searcher(store, vectorizer, Catalog(redis))
+        self._searcher = Searcher(store, vectorizer, Catalog(redis), recorder)
         self._served = 0
         self._heartbeat = Periodic("searcher heartbeat", HEARTBEAT_S, self._beat)
+        node = f"searcher-{settings.searcher_index}"
+        self._metrics = MetricsPublisher(redis, recorder, node, "searcher")
 
     @classmethod
     async def open(cls, settings: Settings) -> SearcherService:
@@ -87,11 +93,13 @@ class SearcherService:
             priority=SEARCH_PRIORITY,
         )
         self._heartbeat.start()
+        self._metrics.start()
 
     async def close(self) -> None:
         await self._bus.cancel_consumers()
         await self._bus.drain_handlers(1.5)
         await self._heartbeat.stop()
+        await self._metrics.close()
         await self._bus.close()
         if self._replica is not None:
             await self._replica.close()

@@ -19,6 +19,8 @@ from core.errors import InvalidInput
 from core.ledger import Ledger
 from core.lifecycle import Periodic
 from core.messages import CopyStore, SearchRequest, StoreCopied, WorkerCall
+from core.metrics import COLLECTION_DOCUMENTS, Recorder
+from core.metrics_publish import MetricsPublisher
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys
 from core.redis_client import connect_redis
 from core.schemas.search import SearchResponse
@@ -61,9 +63,14 @@ class WorkerService:
         self._store = store
         self._replicator = replicator
         catalog, ledger, stats = Catalog(redis), Ledger(redis), LexicalStats(redis)
+        self._catalog = catalog
+        self._recorder = Recorder()
+        bus.recorder = self._recorder
         self._vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        indexer = Indexer(store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis))
-        self._searcher = Searcher(store, self._vectorizer, catalog)
+        indexer = Indexer(
+            store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis), self._recorder
+        )
+        self._searcher = Searcher(store, self._vectorizer, catalog, self._recorder)
         browser = Browser(store, catalog, Joiner(store, catalog))
         self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats, browser)
         self._consumer = DocumentConsumer(
@@ -75,6 +82,9 @@ class WorkerService:
         )
         self._consuming: asyncio.Task[None] | None = None
         self._heartbeat = Periodic("worker heartbeat", HEARTBEAT_S, self._beat)
+        self._metrics = MetricsPublisher(
+            redis, self._recorder, "worker", "worker", refresh=self._count_documents
+        )
 
     @classmethod
     async def open(cls, settings: Settings) -> WorkerService:
@@ -102,6 +112,7 @@ class WorkerService:
         )
         self._consuming = asyncio.create_task(self._consumer.run(), name="document-consumer")
         self._heartbeat.start()
+        self._metrics.start()
 
     async def close(self) -> None:
         """Stop taking work, finish the batch in hand and the RPCs in flight (each bounded),
@@ -116,6 +127,7 @@ class WorkerService:
                 await asyncio.wait([self._consuming])
         await self._bus.drain_handlers(FINISH_RPCS_S)
         await self._heartbeat.stop()
+        await self._metrics.close()
         await self._bus.close()
         await self._store.close()
         with contextlib.suppress(RedisError, OSError):  # readiness stops counting on us at once
@@ -138,6 +150,13 @@ class WorkerService:
         if self._replicator is not None:
             await self._replicator.mark_visible()
         return result
+
+    async def _count_documents(self) -> None:
+        """COLLECTION_DOCUMENTS for every collection (a count is cheap for the engine)."""
+        names = await self._catalog.names()
+        for name in names:
+            self._recorder.set(COLLECTION_DOCUMENTS, await self._store.count(name), collection=name)
+        self._recorder.keep_only(COLLECTION_DOCUMENTS, "collection", set(names))
 
     async def _beat(self) -> None:
         """What readiness reads: whether the store answers and the broker is connected; and

@@ -20,7 +20,6 @@ from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
 from core.lexical import document_vector, query_vector
 from core.messages import EmbedReply, EmbedRequest
-from core.names import RedisKeys
 from core.schemas.collection import VectorConfig
 from core.vector_input import custom_vector, top_entries
 from core.vectors import SparseVector
@@ -98,8 +97,6 @@ class Vectorizer:
         replies = await asyncio.gather(
             *(call_with_retry(self._bus, route.queue, r, EmbedReply, tries) for r in requests)
         )
-        if kind is EmbedKind.DOCUMENT and texts:
-            await self._redis.hincrby(RedisKeys.worker_stats(), "texts_embedded", len(texts))
         return list(replies)
 
     async def query(self, slot: Slot, text: str, trigram_weight: float) -> VectorValue:

@@ -11,14 +11,16 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from app import metrics_views as views
+from app import prometheus
 from app.deps import Context
 from app.metrics_definitions import DEFINITIONS
 from app.metrics_models import MetricDefinitionItem, Metrics, MetricTrend
+from app.metrics_sampler import cluster_series
 from app.metrics_store import RETAIN_S, SLOT_S, MetricsStore, slot_of
 from app.strict_json import StrictJSONRoute
+from core.metrics_publish import read_nodes
 
 router = APIRouter(prefix="/v1/metrics", tags=["metrics"], route_class=StrictJSONRoute)
-PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Window(IntEnum):
@@ -45,7 +47,7 @@ async def metrics_current(
     window: Annotated[Window, Query(description="Window in seconds: 30 or 60")] = Window.S60,
     keys: Keys = [],  # noqa: B006 (FastAPI copies defaults per request)
 ) -> Metrics:
-    store = MetricsStore(ctx.redis, ctx.settings.encoders)
+    store = MetricsStore(ctx.redis)
     now = time.time()
     nodes = await store.nodes()
     first = slot_of(now - window)
@@ -71,7 +73,7 @@ async def metrics_trends(
     keys: Keys = [],  # noqa: B006 (FastAPI copies defaults per request)
 ) -> list[MetricTrend]:
     """Counter increases per bucket, summed over nodes; history is kept 24 hours."""
-    store = MetricsStore(ctx.redis, ctx.settings.encoders)
+    store = MetricsStore(ctx.redis)
     now = time.time()
     start = max(_unix(since), now - RETAIN_S)
     starts = views.bucket_starts(start, _unix(until), int(resolution), now)
@@ -99,5 +101,7 @@ async def metrics_definitions() -> list[MetricDefinitionItem]:
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def metrics_prometheus(ctx: Context) -> PlainTextResponse:
-    text = views.prometheus(await MetricsStore(ctx.redis, ctx.settings.encoders).nodes())
-    return PlainTextResponse(text, media_type=PROMETHEUS_TYPE)
+    now = time.time()
+    nodes = await read_nodes(ctx.redis, now)
+    text = prometheus.render(nodes.values(), await cluster_series(ctx), now)
+    return PlainTextResponse(text, media_type=prometheus.CONTENT_TYPE)

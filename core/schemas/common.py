@@ -88,6 +88,8 @@ UtcTimestamp = Annotated[
     AfterValidator(require_utc),
     WithJsonSchema(UTC_SCHEMA),
 ]
+
+
 def _real(value: object) -> object:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -92,9 +93,36 @@ def queue_total(client: httpx.Client, name: str) -> int:
     return int(response.json()["total"])
 
 
-def worker_metric(client: httpx.Client, key: str) -> float:
-    nodes = client.get("/v1/metrics/current").json()["nodes"]
-    return float(nodes["worker"]["meta"].get(key, 0))
+def published_after(client: httpx.Client, node: str, moment: float) -> str:
+    """The Prometheus exposition once `node` has published metrics taken after `moment` (an
+    event, not a guess at the publish interval): it then holds all the node counted before."""
+    seen = re.compile(
+        rf'^braid_process_last_seen_timestamp_seconds\{{node="{node}",[^}}]*\}} (\S+)$', re.M
+    )
+
+    def published() -> str | None:
+        text = client.get("/v1/metrics/prometheus").text
+        found = seen.search(text)
+        return text if found and float(found.group(1)) > moment else None
+
+    return wait_until(published, timeout=30)
+
+
+def metric_total(text: str, metric: str, **labels: str) -> float:
+    """A metric's samples in an exposition that carry `labels`, summed over the rest."""
+    total = 0.0
+    for found in re.finditer(rf"^{metric}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        pairs = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', found.group(1)))
+        if all(pairs.get(k) == v for k, v in labels.items()):
+            total += float(found.group(2))
+    return total
+
+
+def texts_embedded(client: httpx.Client, collection: str) -> float:
+    """Document texts the worker had embedded for `collection`, counting every write answered
+    before this call."""
+    text = published_after(client, "worker", time.time())
+    return metric_total(text, "braid_document_texts_embedded_total", collection=collection)
 
 
 async def publish_raw_upserts(

@@ -48,9 +48,7 @@ def breaks_only_validator_rules(model: type[BaseModel], body: Any) -> bool:
 def has_an_integer_beyond_int64(body: Any) -> bool:
     """JSON Schema cannot tell 1e20 from the integer literal 100000000000000000000; Braid can
     (app/strict_json.py refuses integers no store index holds exactly, and keeps 1e20)."""
-    return any(
-        isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers_in(body)
-    )
+    return any(isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers_in(body))
 
 
 def join_does_not_read(body: Any) -> bool:

@@ -22,7 +22,16 @@ from core.holders import live_holders, parse_registry
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys
 from core.topology import QueueSpec
-from tests.integration.helpers import MODEL, create, doc, doc_count, hybrid_collection, wait_until
+from tests.integration.helpers import (
+    MODEL,
+    create,
+    doc,
+    doc_count,
+    hybrid_collection,
+    metric_total,
+    published_after,
+    wait_until,
+)
 
 # Heartbeat TTL (3 s) + one missed beat (1 s) + one registry refresh (0.5 s), rounded up.
 REROUTE_WINDOW_S = 5.0
@@ -42,27 +51,8 @@ def _live(registry: redis.Redis) -> dict[int, list[str]]:
     return {r.index: r.models for r in live_holders(records, time.time())}
 
 
-def _encoder_stat(client: httpx.Client, index: int, name: str) -> int:
-    nodes = client.get("/v1/metrics/current").json()["nodes"]
-    return int(nodes.get(f"encoder-{index}", {}).get("meta", {}).get(name, 0))
-
-
-def _last_flush(client: httpx.Client, index: int) -> float:
-    nodes = client.get("/v1/metrics/current").json()["nodes"]
-    return float(nodes.get(f"encoder-{index}", {}).get("meta", {}).get("last_seen", 0))
-
-
-def _wait_for_fresh_stats(client: httpx.Client, indexes: tuple[int, ...]) -> None:
-    """Wait for two flushes of each encoder's counters after now: the second one started after
-    the first had finished, so it holds everything counted before this call (an event, not a
-    guess at the flush interval)."""
-    for index in indexes:
-        _wait_for_a_flush_after(client, index, time.time())
-        _wait_for_a_flush_after(client, index, _last_flush(client, index))
-
-
-def _wait_for_a_flush_after(client: httpx.Client, index: int, moment: float) -> None:
-    wait_until(lambda: _last_flush(client, index) > moment, timeout=30)
+EMBEDDED = "braid_embedded_texts_total"
+FORWARDED = "braid_embed_routed_duration_seconds_count"
 
 
 # --- the hop costs little, and is skipped when a holder is known ---------------------------------
@@ -76,8 +66,11 @@ def test_the_worker_sends_model_work_straight_to_a_live_holder(stack, client) ->
     wait_until(lambda: 1 in _live(registry))
     name = f"r{uuid.uuid4().hex[:10]}"
     create(client, name, hybrid_collection())
-    _wait_for_fresh_stats(client, (1, 2))
-    forwarded, served = _encoder_stat(client, 2, "forwarded"), _encoder_stat(client, 1, "served")
+    start = time.time()
+    embedded = metric_total(published_after(client, "encoder-1", start), EMBEDDED, node="encoder-1")
+    forwarded = metric_total(
+        published_after(client, "encoder-2", start), FORWARDED, node="encoder-2"
+    )
     docs = [doc(f"d{i}", f"{WORDS} {i}") for i in range(20)]
     assert client.post(
         f"/v1/collections/{name}/documents/bulk", json={"documents": docs}
@@ -86,9 +79,12 @@ def test_the_worker_sends_model_work_straight_to_a_live_holder(stack, client) ->
     for i in range(5):
         response = client.post(f"/v1/collections/{name}/search", json={"query": f"meaning {i}"})
         assert response.status_code == 200, response.text
-    wait_until(lambda: _encoder_stat(client, 1, "served") >= served + 8)  # 3 chunks, 5 queries
-    _wait_for_fresh_stats(client, (2,))  # anything the router forwarded has reached Redis
-    assert _encoder_stat(client, 2, "forwarded") == forwarded
+    # 20 documents and 5 queries, all embedded by the holder, none forwarded by the router
+    done = time.time()
+    holder = published_after(client, "encoder-1", done)
+    assert metric_total(holder, EMBEDDED, node="encoder-1") >= embedded + 25
+    router = published_after(client, "encoder-2", done)
+    assert metric_total(router, FORWARDED, node="encoder-2") == forwarded
 
 
 async def _retried(amqp_url: str) -> tuple[EmbedReply, int]:

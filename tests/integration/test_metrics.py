@@ -1,4 +1,5 @@
-"""Metrics routes (API.md §2): shapes over raw HTTP and amgix-client; counters move with traffic."""
+"""Metrics routes (API.md §2): shapes over raw HTTP and amgix-client; counters move with traffic;
+the Prometheus exposition passes promtool with every process in it."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ import httpx
 import pytest
 
 from harness.stack import Stack
-from tests.integration.helpers import create, keyword_collection, wait_until
+from tests.integration.helpers import (
+    create,
+    hybrid_collection,
+    keyword_collection,
+    metric_total,
+    wait_until,
+)
+from tests.unit.app.test_prometheus import promtool_problems
 
-SAMPLE = re.compile(r'^braid_searches\{node="api",role="api"\} (\S+)$', re.MULTILINE)
+SEARCH_COUNT = "braid_search_duration_seconds_count"
 
 
 def _range(minutes: int = 10) -> dict[str, str]:
@@ -26,46 +34,58 @@ def _range(minutes: int = 10) -> dict[str, str]:
     }
 
 
-def _searches_counter(client: httpx.Client) -> float:
-    found = SAMPLE.search(client.get("/v1/metrics/prometheus").text)
-    return float(found.group(1)) if found else 0.0
+def _searches_counted(client: httpx.Client, collection: str) -> float:
+    """Searches of `collection` in the exposition, summed over the api processes."""
+    text = client.get("/v1/metrics/prometheus").text
+    return metric_total(text, SEARCH_COUNT, collection=collection)
 
 
-def _search(client: httpx.Client, times: int) -> None:
+def _search(client: httpx.Client, times: int) -> str:
     name = f"met{uuid.uuid4().hex[:8]}"
     create(client, name, keyword_collection())
     for _ in range(times):
         response = client.post(f"/v1/collections/{name}/search", json={"query": "anything"})
         assert response.status_code == 200, response.text
+    return name
 
 
 def test_current_has_a_node_per_process_with_windowed_series(client: httpx.Client) -> None:
-    def api_keys(nodes: dict[str, Any]) -> set[str]:
-        return {s["key"] for s in nodes.get("api", {}).get("metrics", []) if s["windows"]}
+    ok_time = 'braid_http_request_duration_seconds_sum{status_class="2xx"}'
+
+    def api_series(nodes: dict[str, Any]) -> dict[str, Any]:
+        return {
+            s["key"]: s
+            for node_id, node in nodes.items()
+            if node_id.startswith("api-")
+            for s in node["metrics"]
+            if s["windows"]
+        }
 
     # The api's own requests (these calls included) reach Redis within about a second.
     nodes = wait_until(
         lambda: (
             (n := client.get("/v1/metrics/current", params={"window": 30}).json()["nodes"])
-            and "http_request_ms_sum" in api_keys(n)
+            and ok_time in api_series(n)
             and n
         )
     )
-    assert {"worker", "api", "encoder-1", "encoder-2"} <= set(nodes)
+    assert {"worker", "searcher-1", "encoder-1", "encoder-2"} <= set(nodes)
+    assert any(node_id.startswith("api-") for node_id in nodes)
     for node in nodes.values():
         assert {"role", "is_leader", "last_seen", "meta", "metrics"} <= set(node)
         for series in node["metrics"]:
             assert set(series) == {"key", "dims", "windows", "last_seen"}
             assert series["dims"] == []
-    api_series = {s["key"]: s for s in nodes["api"]["metrics"]}
-    sample = api_series["http_request_ms_sum"]["windows"]["30"]
+    assert nodes["encoder-1"]["role"].startswith("encoder:")
+    sample = api_series(nodes)[ok_time]["windows"]["30"]
     assert sample["value"] >= 0 and isinstance(sample["n"], int)
 
 
 def test_current_keeps_only_the_asked_keys(client: httpx.Client) -> None:
-    nodes = client.get("/v1/metrics/current", params={"keys": ["served"]}).json()["nodes"]
+    ok = 'braid_http_responses_total{status="200"}'
+    nodes = client.get("/v1/metrics/current", params={"keys": [ok]}).json()["nodes"]
     keys = {s["key"] for node in nodes.values() for s in node["metrics"]}
-    assert keys == {"served"}
+    assert keys == {ok}
 
 
 @pytest.mark.parametrize(
@@ -87,22 +107,21 @@ def test_definitions_describe_each_known_counter(client: httpx.Client) -> None:
     definitions = client.get("/v1/metrics/definitions").json()
     assert all(set(d) == {"key", "unit", "description"} for d in definitions)
     by_key = {d["key"]: d for d in definitions}
-    assert {"searches", "http_requests", "served", "inference_ms_sum"} <= set(by_key)
-    assert by_key["inference_ms_sum"]["unit"] == "ms"
+    assert {SEARCH_COUNT, "braid_http_responses_total", "braid_embedded_texts_total"} <= set(by_key)
+    assert by_key["braid_embed_batch_duration_seconds_sum"]["unit"] == "s"
 
 
-def test_searches_raise_the_prometheus_counter_and_the_trend(client: httpx.Client) -> None:
-    before = _searches_counter(client)
-    _search(client, 3)
-    wait_until(lambda: _searches_counter(client) >= before + 3, timeout=15)
+def test_searches_raise_the_prometheus_histogram_and_the_trend(client: httpx.Client) -> None:
+    collection = _search(client, 3)
+    wait_until(lambda: _searches_counted(client, collection) == 3, timeout=15)
     response = client.get("/v1/metrics/prometheus")
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    assert "# TYPE braid_searches counter\n" in response.text
+    assert "# TYPE braid_search_duration_seconds histogram\n" in response.text
 
     def trend_total() -> float:
-        params = {**_range(), "resolution": 60, "keys": ["searches"]}
+        params = {**_range(), "resolution": 60, "keys": [SEARCH_COUNT]}
         (trend,) = client.get("/v1/metrics/trends", params=params).json()
-        assert trend["key"] == "searches" and trend["bucket_seconds"] == 60
+        assert trend["key"] == SEARCH_COUNT and trend["bucket_seconds"] == 60
         for bucket in trend["buckets"]:
             assert {"key", "dims", "bucket_start", "bucket_seconds", "value", "n"} <= set(bucket)
             assert bucket["bucket_start"] % 60 == 0
@@ -132,5 +151,39 @@ def test_amgix_client_reads_every_metrics_route(stack: Stack, client: httpx.Clie
     got = asyncio.run(_through_client(stack.base_url))
     assert "worker" in got["current"].nodes
     assert got["trends"] and all(t.bucket_seconds == 300 for t in got["trends"])
-    assert any(d.key == "searches" for d in got["definitions"])
-    assert "braid_node_last_seen_seconds" in got["prometheus"]
+    assert any(d.key == SEARCH_COUNT for d in got["definitions"])
+    assert "braid_process_up" in got["prometheus"]
+
+
+def test_the_live_exposition_passes_promtool_with_every_process_up(client: httpx.Client) -> None:
+    """After traffic of every kind (writes embedded by the encoders, searches through a
+    searcher), every process is in the exposition, up, and promtool finds nothing to fix."""
+    name = f"met{uuid.uuid4().hex[:8]}"
+    create(client, name, hybrid_collection())
+    document = {"id": "d", "content": "metrics by the book", "timestamp": "2026-01-01T00:00:00Z"}
+    sync = client.post(f"/v1/collections/{name}/documents/sync", json=document)
+    assert sync.status_code == 200, sync.text
+    found = client.post(f"/v1/collections/{name}/search", json={"query": "the book"})
+    assert found.status_code == 200, found.text
+    roles = ("api", "worker", "searcher", "encoder:model_holder", "encoder:router")
+
+    def exposition() -> str | None:
+        text = client.get("/v1/metrics/prometheus").text
+        up = re.findall(r'^braid_process_up\{node="[^"]+",role="([^"]+)"\} 1$', text, re.M)
+        stages = re.findall(
+            r'^braid_search_stage_duration_seconds_count\{stage="(\w+)"', text, re.M
+        )
+        documents = (
+            f'braid_collection_documents{{collection="{name}",node="worker",role="worker"}} 1'
+        )
+        ready = set(roles) <= set(up) and len(set(stages)) == 3 and documents in text
+        return text if ready else None
+
+    text = wait_until(exposition, timeout=20)
+    assert promtool_problems(text) == ""
+    assert (
+        'braid_embedded_texts_total{model="sentence-transformers/all-MiniLM-L6-v2",lane="document"'
+        in text
+    )
+    assert f'braid_document_writes_total{{collection="{name}",op="upsert",outcome="applied"' in text
+    assert 'braid_rpc_duration_seconds_count{call="braid.rpc.search"' in text

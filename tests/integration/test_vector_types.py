@@ -16,7 +16,7 @@ from core.enums import VectorType
 from core.lexical import LexicalParams, document_vector
 from harness.stack import StackFactory
 from tests.fixtures.tiny_mlm import build
-from tests.integration.helpers import MODEL, create, doc, search_ids, worker_metric
+from tests.integration.helpers import MODEL, create, doc, search_ids, texts_embedded
 
 TINY_SPLADE = "test-org/tiny-splade"
 
@@ -148,7 +148,6 @@ def test_precomputed_vectors_are_used_instead_of_embedding(client: httpx.Client)
             "sparse_values": [1.0, 0.5],
         },
     ]
-    before = worker_metric(client, "texts_embedded")
     upsert_ok(client, name, doc("p", "some text that is not embedded", 1, vectors=given))
     vectors = stored_vectors(client, name, "p")
     assert vectors["dense.content"]["dense_vector"][5] == pytest.approx(1.0)  # normalised
@@ -156,9 +155,9 @@ def test_precomputed_vectors_are_used_instead_of_embedding(client: httpx.Client)
     assert vectors["kw.content"]["vector_type"] == "full_text"
     # the same precomputed vectors again: nothing to re-vectorize; plain text: embedded once
     upsert_ok(client, name, doc("p", "some text that is not embedded", 2, vectors=given))
-    assert worker_metric(client, "texts_embedded") == before
+    assert texts_embedded(client, name) == 0
     upsert_ok(client, name, doc("p", "now the text is embedded", 3))
-    assert worker_metric(client, "texts_embedded") == before + 1
+    assert texts_embedded(client, name) == 1
     assert stored_vectors(client, name, "p")["kw.content"]["sparse_indices"] != [7, 42]
 
 

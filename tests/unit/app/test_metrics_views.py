@@ -1,16 +1,16 @@
-"""Shaping counters: increases across restarts, window samples, trend buckets, Prometheus text."""
+"""Shaping counters: increases across restarts, window samples, trend buckets, trend keys."""
 
 from __future__ import annotations
 
-from app.metrics_store import Node, counters_of
+from app.metrics_store import Node, trend_counters
 from app.metrics_views import (
     bucket_starts,
     candidate_slots,
     increase,
     node_view,
-    prometheus,
     trends,
 )
+from core.metrics import DOCUMENT_WRITES, HTTP_RESPONSES, QUEUE_DEPTH, SEARCH_SECONDS, Recorder
 
 NOW = 1_800_000_000.0  # a multiple of 300
 T0 = int(NOW) - 300
@@ -22,21 +22,35 @@ def test_a_counter_that_went_down_was_reset_and_counts_from_zero() -> None:
     assert increase(7, None) == 7
 
 
-def test_identity_fields_and_text_are_not_counters() -> None:
-    stats = {"role": "router", "index": "2", "last_seen": "1.5", "served": "4", "x_ms_sum": "2.5"}
-    assert counters_of(stats) == {"served": 4.0, "x_ms_sum": 2.5}
+def test_trend_keys_sum_over_labels_a_metric_does_not_keep() -> None:
+    recorder = Recorder()
+    recorder.inc(DOCUMENT_WRITES, 2, collection="a", op="upsert", outcome="applied")
+    recorder.inc(DOCUMENT_WRITES, 3, collection="b", op="delete", outcome="applied")
+    recorder.inc(HTTP_RESPONSES, status="503")
+    recorder.set(QUEUE_DEPTH, 7, queue="q")  # a gauge: trends are increases, so left out
+    recorder.observe(SEARCH_SECONDS, 0.004, collection="a")
+    recorder.observe(SEARCH_SECONDS, 0.25, collection="b")
+    counters = trend_counters(recorder.state())
+    assert counters['braid_document_writes_total{outcome="applied"}'] == 5
+    assert counters['braid_http_responses_total{status="503"}'] == 1
+    assert not any(key.startswith("braid_queue_depth") for key in counters)
+    assert counters["braid_search_duration_seconds_count"] == 2
+    assert abs(counters["braid_search_duration_seconds_sum"] - 0.254) < 1e-12
+    # the search histogram keeps its (cumulative) buckets, for percentiles over time
+    assert counters['braid_search_duration_seconds_bucket{le="0.004"}'] == 1
+    assert counters['braid_search_duration_seconds_bucket{le="0.2"}'] == 1
+    assert counters['braid_search_duration_seconds_bucket{le="+Inf"}'] == 2
 
 
 def test_window_sample_is_the_increase_since_the_base_with_n_for_averages() -> None:
-    node = Node("encoder:model_holder", NOW, {}, {"inference_count": 10, "inference_ms_sum": 50})
-    base = {"encoder-1": {"inference_count": 6, "inference_ms_sum": 30}}
+    count, total = "braid_rpc_duration_seconds_count", "braid_rpc_duration_seconds_sum"
+    node = Node("encoder:model_holder", NOW, {}, {count: 10, total: 0.05})
+    base = {"encoder-1": {count: 6, total: 0.03}}
     view = node_view("encoder-1", node, base, 60, None)
     samples = {s.key: s.windows["60"] for s in view.metrics}
-    assert samples["inference_ms_sum"].value == 20 and samples["inference_ms_sum"].n == 4
-    assert samples["inference_count"].value == 4 and samples["inference_count"].n is None
-    assert [s.key for s in node_view("encoder-1", node, base, 60, {"inference_count"}).metrics] == [
-        "inference_count"
-    ]
+    assert abs(samples[total].value - 0.02) < 1e-12 and samples[total].n == 4
+    assert samples[count].value == 4 and samples[count].n is None
+    assert [s.key for s in node_view("encoder-1", node, base, 60, {count}).metrics] == [count]
     assert all(s.windows == {} for s in node_view("encoder-1", node, None, 60, None).metrics)
 
 
@@ -69,16 +83,3 @@ def test_the_bucket_in_progress_ends_at_the_live_counters() -> None:
 def test_a_recent_bucket_may_begin_at_its_first_snapshot() -> None:
     assert candidate_slots(int(NOW) - 60, 60, NOW) == [int(NOW) - 60 + i for i in range(0, 60, 10)]
     assert candidate_slots(int(NOW) - 7200, 60, NOW) == [int(NOW) - 7200]
-
-
-def test_prometheus_text_has_help_type_and_labelled_samples() -> None:
-    nodes = {
-        "worker": Node("worker", NOW, {}, {"texts_embedded": 3}),
-        "encoder-1": Node('enc"1', NOW, {}, {"served": 2.5}),
-    }
-    text = prometheus(nodes)
-    assert "# TYPE braid_served counter\n" in text
-    assert "# HELP braid_texts_embedded " in text
-    assert 'braid_served{node="encoder-1",role="enc\\"1"} 2.5\n' in text
-    assert 'braid_texts_embedded{node="worker",role="worker"} 3\n' in text
-    assert text.endswith("\n")

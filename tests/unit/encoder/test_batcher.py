@@ -338,11 +338,11 @@ async def test_reports_the_model_time_of_its_batches(monkeypatch: pytest.MonkeyP
         clock.now += 0.25  # the model call "takes" 250 ms
         return [[0.0] for _ in texts]
 
-    seen: list[tuple[EmbedKind, int, float]] = []
+    seen: list[tuple[str, EmbedKind, int, float]] = []
     batcher = Batcher(max_texts=10, wait_ms=0, on_batch=lambda *batch: seen.append(batch))
     result = await asyncio.wait_for(batcher.embed(KEY, QUERY, ["a", "b"], model), GUARD_S)
     assert result.inference_ms == pytest.approx(250.0)
-    assert seen == [(QUERY, 2, result.inference_ms)]
+    assert seen == [(KEY.model, QUERY, 2, result.inference_ms)]
     await batcher.close()
 
 
