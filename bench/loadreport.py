@@ -40,6 +40,7 @@ def level_table(report: Report, levels: list[Level]) -> None:
             "search p50 ms",
             "p95",
             "p99",
+            "p95, Braid's histogram",
             "Braid CPU %",
             "Braid RSS GB",
             "document queue (start → end)",
@@ -55,6 +56,7 @@ def level_table(report: Report, levels: list[Level]) -> None:
                 _ms(level.search_p50),
                 _ms(level.search_p95),
                 _ms(level.search_p99),
+                _ms(level.server_p95),
                 f"{level.braid_cpu:.0f}",
                 f"{level.braid_rss_gb:.2f}",
                 _queue(level.doc_queue_start, level.doc_queue_end, level.doc_queue_growth_per_s),
@@ -181,6 +183,10 @@ def config_section(report: Report, result: ConfigResult, files: dict[str, str]) 
     totals = result.totals
     statuses = ", ".join(f"{key}: {value:,}" for key, value in sorted(totals.items()))
     report.text(f"- every answer of the run, by kind and status: {statuses}")
+    report.text(
+        f"- `promtool check metrics` on /v1/metrics/prometheus after the load: {result.promtool}"
+    )
+    failed |= result.promtool != "clean"
     if result.verdict is not None:
         report.text(
             f"- nothing lost: after the queue drained ({result.drain_s:.0f} s), "

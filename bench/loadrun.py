@@ -30,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import procs, workload
+from bench import procs, scrape, workload
 from bench.collection import Bulk, Gauges, LoadCollection
 from bench.locustdriver import LocustProcess, failure_counts, number
 from bench.measure import slope
@@ -94,6 +94,7 @@ class Level:
     search_p95: float
     search_p99: float
     upsert_p50: float
+    server_p95: float  # from Braid's own search histogram over the same window
     braid_cpu: float  # % of one core, the whole stack
     braid_rss_gb: float
     locust_cpu: float
@@ -163,6 +164,7 @@ class ConfigResult:
     totals: dict[str, int] = field(default_factory=dict)
     locust_peak_cpu: float = 0.0
     encoders: str = ""
+    promtool: str = "not run"  # promtool check metrics on the exposition after the load
 
 
 # --- the runner ---------------------------------------------------------------------------------
@@ -185,6 +187,7 @@ class Run:
         self.say(f"{users} users: settling {self.plan.settle_s:.0f} s")
         await asyncio.sleep(self.plan.settle_s)
         await locust.reset()
+        histogram0 = scrape.buckets(await self.exposition())
         self.braid.usage()
         locust.meter.usage()
         busy0, total0 = procs.machine_busy_s()
@@ -199,6 +202,7 @@ class Run:
             await asyncio.sleep(SAMPLE_S)
         stats = await locust.stats()
         failures = await locust.failures()
+        histogram1 = scrape.buckets(await self.exposition())
         elapsed = time.monotonic() - started
         braid = self.braid.usage()
         generator = locust.meter.usage()
@@ -217,6 +221,7 @@ class Run:
             search_p95=number(search.get("95%")),
             search_p99=number(search.get("99%")),
             upsert_p50=number(upsert.get("50%")),
+            server_p95=scrape.quantile_ms(0.95, histogram0, histogram1),
             braid_cpu=braid.cpu_percent,
             braid_rss_gb=braid.rss_gb,
             locust_cpu=generator.cpu_percent,
@@ -233,12 +238,18 @@ class Run:
         )
         self.say(
             f"{users} users: {level.rps:.1f} rps, search p50/p95/p99 {level.search_p50:.0f}/"
-            f"{level.search_p95:.0f}/{level.search_p99:.0f} ms, braid {level.braid_cpu:.0f}%, "
+            f"{level.search_p95:.0f}/{level.search_p99:.0f} ms (Braid's histogram: p95 "
+            f"{level.server_p95:.0f}), braid {level.braid_cpu:.0f}%, "
             f"locust {level.locust_cpu:.0f}%, doc queue {level.doc_queue_start}→"
             f"{level.doc_queue_end} ({level.doc_queue_growth_per_s:+.2f}/s), errors {errors}, "
             f"503s {overloaded}; hottest {level.hottest}"
         )
         return level
+
+    async def exposition(self) -> str:
+        response = await self.client.get("/v1/metrics/prometheus")
+        response.raise_for_status()
+        return response.text
 
     def levels(self) -> list[int]:
         if self.plan.users:
@@ -382,6 +393,7 @@ class Run:
                     if self.plan.overload_s > 0:
                         result.overload = await self.overload(locust, gauges, knee)
                 result.totals = await locust.totals()
+                result.promtool = scrape.promtool_problems(await self.exposition()) or "clean"
             finally:
                 await locust.stop()
             self.say("waiting for the document queue to drain")

@@ -13,6 +13,7 @@ import amgix_client
 import httpx
 import pytest
 
+from bench.scrape import promtool_problems
 from harness.stack import Stack
 from tests.integration.helpers import (
     create,
@@ -21,7 +22,6 @@ from tests.integration.helpers import (
     metric_total,
     wait_until,
 )
-from tests.unit.app.test_prometheus import promtool_problems
 
 SEARCH_COUNT = "braid_search_duration_seconds_count"
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 from app.prometheus import render
+from bench.scrape import promtool_problems
 from core.metrics import (
     EMBEDDED_TEXTS,
     HTTP_REQUEST_SECONDS,
@@ -17,17 +15,6 @@ from core.metrics import (
 from core.metrics_publish import LIVE_WITHIN_S, NodeState
 
 NOW = 1_800_000_000.0
-
-
-def promtool_problems(text: str) -> str:
-    """What `promtool check metrics` says about `text` ("" when clean). The project's install
-    step (docker/install.sh, Debian's prometheus package) provides promtool."""
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: run docker/install.sh (make test does)"
-    done = subprocess.run(
-        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False
-    )
-    return (done.stdout + done.stderr).strip() if done.returncode else ""
 
 
 def exposition() -> str:
