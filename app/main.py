@@ -13,7 +13,7 @@ from app.auth import KeyRing, authorize
 from app.context import ApiContext
 from app.errors import install_error_handlers
 from app.limits import RequestLimits
-from app.metrics_sampler import MetricsSampler, RequestMetrics
+from app.metrics_sampler import MetricsSampler, RequestMetrics, cluster_counters
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
 from app.routes import collections, documents, health, metrics, search, system
 from app.shutdown import CancelledAs503
@@ -35,8 +35,11 @@ def create_app(settings: Settings) -> FastAPI:
         bus = await Bus.connect(settings.amqp_url, retry_after_s=settings.retry_after_s)
         bus.recorder = recorder
         await bus.declare(topology(settings))
-        app.state.context = ApiContext(settings, bus, redis, Catalog(redis), Ledger(redis))
-        sampler = MetricsSampler(redis, recorder, f"api-{settings.api_index}")
+        context = ApiContext(settings, bus, redis, Catalog(redis), Ledger(redis))
+        app.state.context = context
+        sampler = MetricsSampler(
+            redis, recorder, f"api-{settings.api_index}", lambda: cluster_counters(context)
+        )
         sampler.start()
         yield
         await sampler.close()

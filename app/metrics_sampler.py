@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.asyncio import Redis
@@ -12,7 +13,7 @@ from redis.exceptions import RedisError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.context import ApiContext
-from app.metrics_store import MetricsStore
+from app.metrics_store import Counters, MetricsStore, trend_counters
 from core.lifecycle import Periodic
 from core.metrics import (
     COLLECTION_QUEUE,
@@ -94,12 +95,24 @@ async def cluster_series(ctx: ApiContext) -> list[list[Any]]:
     return gauges.state()
 
 
+async def cluster_counters(ctx: ApiContext) -> Counters:
+    """The cluster's gauges as trend keys (`braid_queue_depth{queue="…"}`)."""
+    return trend_counters(await cluster_series(ctx))
+
+
 class MetricsSampler:
     """Publishes the api's metrics and, once per 10-second slot across all api processes,
-    snapshots every node's counters for the trends."""
+    snapshots every node's counters and the cluster's gauges for the trends."""
 
-    def __init__(self, redis: Redis, recorder: Recorder, node: str) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        recorder: Recorder,
+        node: str,
+        cluster: Callable[[], Awaitable[Counters]],
+    ) -> None:
         self._store = MetricsStore(redis)
+        self._cluster = cluster
         self._publisher = MetricsPublisher(redis, recorder, node, "api")
         self._snapshots = Periodic("metrics snapshots", SNAPSHOT_INTERVAL_S, self._snapshot)
 
@@ -113,4 +126,4 @@ class MetricsSampler:
             await self._publisher.close()
 
     async def _snapshot(self) -> None:
-        await self._store.snapshot(time.time())
+        await self._store.snapshot(time.time(), self._cluster)

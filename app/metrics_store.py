@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ RETAIN_S = 25 * 3600
 RETAIN_SHORT_S = 600
 _MGET_CHUNK = 500
 
+CLUSTER = "cluster"  # the snapshots' node for gauges of the whole cluster, read by the api
 Counters = dict[str, float]
 NodeCounters = dict[str, Counters]  # node id -> counters
 
@@ -38,10 +40,9 @@ class Node:
 
 
 def trend_counters(series: list[list[Any]]) -> Counters:
-    """A node's series as the keys of /current and /trends: each counter and each histogram's
-    `_count` and `_sum`, summed over the labels the metric does not keep for trends (and the
-    cumulative buckets of a histogram marked for percentiles). Gauges are left out: trends
-    are increases."""
+    """A node's series as the keys of /current and /trends: each counter, gauge, and each
+    histogram's `_count` and `_sum`, summed over the labels the metric does not keep for trends
+    (and the cumulative buckets of a histogram marked for percentiles)."""
     out: Counters = {}
 
     def add(key: str, value: float) -> None:
@@ -49,14 +50,14 @@ def trend_counters(series: list[list[Any]]) -> Counters:
 
     for name, label_values, value in series:
         metric = BY_NAME.get(name)
-        if metric is None or metric.kind is MetricKind.GAUGE:
+        if metric is None:
             continue
         kept = [
             (label, v)
             for label, v in zip(metric.labels, label_values, strict=False)
             if label in metric.trend_labels
         ]
-        if metric.kind is MetricKind.COUNTER:
+        if metric.kind is not MetricKind.HISTOGRAM:
             add(name + series_labels(kept), float(value))
             continue
         counts, total, count = value
@@ -84,13 +85,15 @@ class MetricsStore:
             for node, state in states.items()
         }
 
-    async def snapshot(self, now: float) -> bool:
-        """Record the counters for the current slot unless some api process already did."""
+    async def snapshot(self, now: float, cluster: Callable[[], Awaitable[Counters]]) -> bool:
+        """Record the counters for the current slot unless some api process already did, with
+        the cluster's gauges (queue depths) as node CLUSTER."""
         slot = slot_of(now)
         key = RedisKeys.metrics_snapshot(slot)
         if await self._redis.exists(key):
             return False
         counters = {name: node.counters for name, node in (await self.nodes()).items()}
+        counters[CLUSTER] = await cluster()
         ttl = RETAIN_S if slot % TREND_SLOT_S == 0 else RETAIN_SHORT_S
         return bool(await self._redis.set(key, json.dumps(counters), nx=True, ex=ttl))
 

@@ -25,12 +25,14 @@ def increase(end: float, start: float | None) -> float:
 
 
 def node_increase(end: NodeCounters, start: NodeCounters) -> Counters:
-    """Per key, summed over nodes. A node absent from `start` counts from zero."""
+    """Per key, summed over nodes. A node absent from `start` counts from zero; a gauge is its
+    level at the end."""
     total: Counters = {}
     for node, counters in end.items():
         before = start.get(node, {})
         for key, value in counters.items():
-            total[key] = total.get(key, 0.0) + increase(value, before.get(key))
+            change = value if definition(key).gauge else increase(value, before.get(key))
+            total[key] = total.get(key, 0.0) + change
     return total
 
 

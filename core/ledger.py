@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from core.enums import DocumentStatus, OpType
@@ -49,6 +50,19 @@ local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
 if tonumber(ARGV[2]) > old then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
 return 1
 """
+
+
+FAILED_SCAN_MAX = 20_000
+
+
+class FailedWrite(BaseModel):
+    """A write that gave up after its tries, kept visible until the queue is purged."""
+
+    doc_id: str
+    op_type: OpType
+    info: str
+    timestamp: datetime
+    try_count: int
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,22 @@ class Ledger:
             )
             for qid, item in items.items()
         ]
+
+    async def failed(self, collection: str, limit: int) -> list[FailedWrite]:
+        """Up to `limit` failed writes with their reasons, found by scanning the queue's items
+        (at most FAILED_SCAN_MAX of them: a page for an operator, not an export)."""
+        found: list[FailedWrite] = []
+        scanned = 0
+        async for _, raw in self._redis.hscan_iter(RedisKeys.queue_items(collection), count=500):
+            scanned += 1
+            item = json.loads(raw)
+            if item["status"] == DocumentStatus.FAILED.value:
+                found.append(FailedWrite.model_validate(item))
+                if len(found) >= limit:
+                    break
+            if scanned >= FAILED_SCAN_MAX:
+                break
+        return sorted(found, key=lambda w: w.timestamp)
 
     async def queue_info(self, collection: str) -> QueueInfo:
         raw = await self._redis.hgetall(RedisKeys.queue_counts(collection))

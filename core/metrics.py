@@ -41,6 +41,7 @@ class Metric:
     buckets: tuple[float, ...] = ()
     # What /v1/metrics/current and /trends keep (their keys sum over the other labels): these
     # labels, and for a histogram its buckets too when `trend_buckets` (percentiles over time).
+    # A gauge's trend is its level at the end of each bucket; everything else's is an increase.
     trend_labels: tuple[str, ...] = ()
     trend_buckets: bool = False
 
@@ -75,8 +76,8 @@ def _counter(name: str, help_: str, *labels: str, trend_labels: tuple[str, ...] 
     return Metric(name, MetricKind.COUNTER, help_, labels, trend_labels=trend_labels)
 
 
-def _gauge(name: str, help_: str, *labels: str) -> Metric:
-    return Metric(name, MetricKind.GAUGE, help_, labels)
+def _gauge(name: str, help_: str, *labels: str, trend_labels: tuple[str, ...] = ()) -> Metric:
+    return Metric(name, MetricKind.GAUGE, help_, labels, trend_labels=trend_labels)
 
 
 # --- the vocabulary -------------------------------------------------------------------------
@@ -155,12 +156,15 @@ COLLECTION_DOCUMENTS = _gauge(
     "Documents stored in a collection, as the worker last counted them",
     "collection",
 )
-QUEUE_DEPTH = _gauge("braid_queue_depth", "Messages waiting in a broker queue", "queue")
+QUEUE_DEPTH = _gauge(
+    "braid_queue_depth", "Messages waiting in a broker queue", "queue", trend_labels=("queue",)
+)
 COLLECTION_QUEUE = _gauge(
     "braid_collection_queue_documents",
     "Writes of a collection waiting or failed, by state (queued, requeued, failed)",
     "collection",
     "state",
+    trend_labels=("state",),
 )
 LAST_SEEN = _gauge(
     "braid_process_last_seen_timestamp_seconds", "Unix time a Braid process last published"

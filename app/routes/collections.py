@@ -1,13 +1,16 @@
-"""Collections: create, list, get, delete, exists, stats, queue info."""
+"""Collections: create, list, get, delete, exists, stats, queue info and failed writes."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from app.deps import CollectionName, Context
 from app.services.worker import call_worker, require_collection
 from app.strict_json import StrictJSONRoute
+from core.ledger import FailedWrite
 from core.messages import (
     Ack,
     CountDocuments,
@@ -80,6 +83,18 @@ async def collection_stats(collection_name: CollectionName, ctx: Context) -> Sta
 async def queue_info(collection_name: CollectionName, ctx: Context) -> QueueInfo:
     await require_collection(ctx, collection_name)
     return await ctx.ledger.queue_info(collection_name)
+
+
+@router.get("/{collection_name}/queue/failed", response_model=list[FailedWrite])
+async def failed_writes(
+    collection_name: CollectionName,
+    ctx: Context,
+    limit: Annotated[int, Query(ge=1, le=500, description="At most this many")] = 50,
+) -> list[FailedWrite]:
+    """Braid's own (not in Amgix): writes that failed for good, with their reasons, for the
+    dashboard; they stay until `DELETE …/queue`."""
+    await require_collection(ctx, collection_name)
+    return await ctx.ledger.failed(collection_name, limit)
 
 
 @router.delete("/{collection_name}/queue", response_model=OkResponse)

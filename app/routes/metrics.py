@@ -15,8 +15,8 @@ from app import prometheus
 from app.deps import Context
 from app.metrics_definitions import DEFINITIONS
 from app.metrics_models import MetricDefinitionItem, Metrics, MetricTrend
-from app.metrics_sampler import cluster_series
-from app.metrics_store import RETAIN_S, SLOT_S, MetricsStore, slot_of
+from app.metrics_sampler import cluster_counters, cluster_series
+from app.metrics_store import CLUSTER, RETAIN_S, SLOT_S, MetricsStore, slot_of
 from app.strict_json import StrictJSONRoute
 from core.metrics_publish import read_nodes
 
@@ -85,6 +85,7 @@ async def metrics_trends(
     ]
     snaps = await store.snapshots(wanted_slots)
     live = {node_id: node.counters for node_id, node in (await store.nodes()).items()}
+    live[CLUSTER] = await cluster_counters(ctx)
     return views.trends(starts, int(resolution), snaps.get, live, now, keys)
 
 

@@ -187,3 +187,27 @@ def test_the_live_exposition_passes_promtool_with_every_process_up(client: httpx
     )
     assert f'braid_document_writes_total{{collection="{name}",op="upsert",outcome="applied"' in text
     assert 'braid_rpc_duration_seconds_count{call="braid.rpc.search"' in text
+
+
+def test_gauges_are_trends_of_levels(client: httpx.Client) -> None:
+    """Document counts and queue depths are in the trends: a bucket is the level at its end."""
+    name = f"met{uuid.uuid4().hex[:8]}"
+    create(client, name, keyword_collection())
+    for i in range(2):
+        document = {"id": f"d{i}", "content": "counted", "timestamp": "2026-01-01T00:00:00Z"}
+        sync = client.post(f"/v1/collections/{name}/documents/sync", json=document)
+        assert sync.status_code == 200, sync.text
+    stored, depth = "braid_collection_documents", 'braid_queue_depth{queue="braid.documents"}'
+
+    def levels() -> dict[str, float] | None:
+        params = {**_range(), "resolution": 60, "keys": [stored, depth]}
+        trends = {
+            t["key"]: t["buckets"] for t in client.get("/v1/metrics/trends", params=params).json()
+        }
+        last = {key: buckets[-1]["value"] for key, buckets in trends.items() if buckets}
+        return last if last.get(stored, 0) >= 2 else None  # the bucket in progress ends now
+
+    last = wait_until(levels, timeout=15)
+    assert last[depth] >= 0
+    definitions = {d["key"]: d for d in client.get("/v1/metrics/definitions").json()}
+    assert definitions["braid_queue_depth"]["unit"] == "level"

@@ -4,13 +4,22 @@ stays visible in status and queue info until DELETE …/queue, and never blocks 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
 
 from core.schemas.document import Document
 from harness.stack import Stack
-from tests.integration.helpers import create, doc, doc_count, publish_raw_upserts, wait_until
+from tests.integration.helpers import (
+    create,
+    doc,
+    doc_count,
+    metric_total,
+    publish_raw_upserts,
+    published_after,
+    wait_until,
+)
 
 
 def _vector_doc(doc_id: str, vector: list[float], seconds: float = 0) -> Document:
@@ -39,6 +48,16 @@ def test_poison_document_fails_alone_and_stays_visible_until_purged(
     statuses = client.get(f"/v1/collections/{name}/documents/bad/status").json()["statuses"]
     assert [s["status"] for s in statuses] == ["failed"]
     assert statuses[0]["try_count"] >= 1 and statuses[0]["info"]
+    # The dashboard's list of failed writes names it, with the same reason.
+    (listed,) = client.get(f"/v1/collections/{name}/queue/failed").json()
+    assert listed["doc_id"] == "bad" and listed["op_type"] == "upsert"
+    assert listed["info"] == statuses[0]["info"] and listed["try_count"] == statuses[0]["try_count"]
+    # writes that failed for good also show in the worker's metrics
+    worker = published_after(client, "worker", time.time())
+    failed_writes = metric_total(
+        worker, "braid_document_writes_total", collection=name, outcome="failed"
+    )
+    assert failed_writes == 1
 
     # The queue keeps moving after the failure.
     late = doc(
@@ -52,4 +71,5 @@ def test_poison_document_fails_alone_and_stays_visible_until_purged(
 
     assert client.delete(f"/v1/collections/{name}/queue").status_code == 200
     assert client.get(f"/v1/collections/{name}/queue/info").json()["total"] == 0
+    assert client.get(f"/v1/collections/{name}/queue/failed").json() == []
     assert client.get(f"/v1/collections/{name}/documents/bad/status").status_code == 404

@@ -32,6 +32,7 @@ API_MD_ROLES: dict[tuple[str, str], Role] = {
     ("GET", f"{C}/stats"): Role.READ,
     ("POST", f"{C}/empty"): Role.ADMIN,
     ("GET", f"{C}/queue/info"): Role.READ,
+    ("GET", f"{C}/queue/failed"): Role.READ,  # Braid's own (the dashboard): a read like the rest
     ("DELETE", f"{C}/queue"): Role.ADMIN,
     ("POST", f"{C}/search"): Role.SEARCH,
     ("POST", D): Role.ADMIN,

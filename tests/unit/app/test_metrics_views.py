@@ -27,13 +27,13 @@ def test_trend_keys_sum_over_labels_a_metric_does_not_keep() -> None:
     recorder.inc(DOCUMENT_WRITES, 2, collection="a", op="upsert", outcome="applied")
     recorder.inc(DOCUMENT_WRITES, 3, collection="b", op="delete", outcome="applied")
     recorder.inc(HTTP_RESPONSES, status="503")
-    recorder.set(QUEUE_DEPTH, 7, queue="q")  # a gauge: trends are increases, so left out
+    recorder.set(QUEUE_DEPTH, 7, queue="q")
     recorder.observe(SEARCH_SECONDS, 0.004, collection="a")
     recorder.observe(SEARCH_SECONDS, 0.25, collection="b")
     counters = trend_counters(recorder.state())
     assert counters['braid_document_writes_total{outcome="applied"}'] == 5
     assert counters['braid_http_responses_total{status="503"}'] == 1
-    assert not any(key.startswith("braid_queue_depth") for key in counters)
+    assert counters['braid_queue_depth{queue="q"}'] == 7
     assert counters["braid_search_duration_seconds_count"] == 2
     assert abs(counters["braid_search_duration_seconds_sum"] - 0.254) < 1e-12
     # the search histogram keeps its (cumulative) buckets, for percentiles over time
@@ -83,3 +83,10 @@ def test_the_bucket_in_progress_ends_at_the_live_counters() -> None:
 def test_a_recent_bucket_may_begin_at_its_first_snapshot() -> None:
     assert candidate_slots(int(NOW) - 60, 60, NOW) == [int(NOW) - 60 + i for i in range(0, 60, 10)]
     assert candidate_slots(int(NOW) - 7200, 60, NOW) == [int(NOW) - 7200]
+
+
+def test_a_gauge_s_bucket_is_its_level_at_the_end_not_an_increase() -> None:
+    depth = 'braid_queue_depth{queue="braid.documents"}'
+    snaps = {T0: {"cluster": {depth: 40}}, T0 + 60: {"cluster": {depth: 25}}}
+    (trend,) = trends([T0], 60, lambda s: snaps.get(s), {"cluster": {depth: 3}}, NOW, [depth])
+    assert [(b.bucket_start, b.value) for b in trend.buckets] == [(T0, 25)]
