@@ -65,6 +65,10 @@ command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if [[ $MODE == test ]] && ! command -v promtool >/dev/null 2>&1; then
     missing+=(prometheus)
 fi
+# Headless Chromium drives the dashboard's browser tests (Playwright launches this binary).
+if [[ $MODE == test && ! -x /usr/bin/chromium ]]; then
+    missing+=(chromium)
+fi
 if ((${#missing[@]} > 0)); then
     apt_install "${missing[@]}"
     stop_system_services
