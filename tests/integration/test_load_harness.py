@@ -22,9 +22,16 @@ def test_the_seed_workload_runs_without_errors_and_loses_nothing() -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "all match" in output, output[-4000:]
-    rows = [line for line in result.stdout.splitlines() if line.startswith(("| 2 |", "| 4 |"))]
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("| users |"))
+    columns = [cell.strip() for cell in header.strip("|").split("|")]
+    rows = [line for line in lines if line.startswith(("| 2 |", "| 4 |"))]
     assert len(rows) == 2, output[-4000:]
     for row in rows:
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert float(cells[1]) > 0  # requests per second
-        assert cells[9] == "0 / 0"  # errors / 503s
+        cells = dict(
+            zip(columns, (cell.strip() for cell in row.strip("|").split("|")), strict=True)
+        )
+        assert float(cells["RPS (all)"]) > 0
+        assert cells["errors / 503s"] == "0 / 0"
+        assert float(cells["p95, Braid's histogram"]) > 0  # the api's own search histogram
+    assert "`promtool check metrics` on /v1/metrics/prometheus after the load: clean" in output
