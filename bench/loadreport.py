@@ -10,11 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.loadrun import GROWTH_LIMIT
+from bench.loadplan import GROWTH_LIMIT
 from bench.report import Report, write_csv
 
 if TYPE_CHECKING:
-    from bench.loadrun import ConfigResult, Level, Plan
+    from bench.loadplan import ConfigResult, Level, Plan
 
 # "Amgix One Under Load": 4 cores of a Ryzen 9 5900X, CPU, pre-populated collection.
 PUBLISHED = {

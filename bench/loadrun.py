@@ -25,148 +25,22 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-from bench import procs, scrape, workload
-from bench.collection import Bulk, Gauges, LoadCollection
+from bench import procs, pyspy, scrape, workload
+from bench.collection import Gauges, LoadCollection
+from bench.loadplan import P50_LIMIT_MS, ConfigResult, Level, Overload, Plan, Slice
 from bench.locustdriver import LocustProcess, failure_counts, number
 from bench.measure import slope
 from bench.report import Report
 from core.bus import Bus
-from harness import verify
 from harness.stack import REPO_ROOT, Stack
 
 OUT_DIR = REPO_ROOT / "docs" / "load"
 RUNS_HEADING = "## Runs of bench/load"
-P50_LIMIT_MS = 100.0
-# A document queue growing faster than this (least-squares slope, writes/s) is not stable.
-GROWTH_LIMIT = 0.5
-SAMPLE_S = 2.0
-
-
-@dataclass
-class Plan:
-    configs: list[str]
-    documents: int = 80_000
-    prepopulate_minutes: float = 30.0
-    users: list[int] | None = None  # None: search for the knee
-    start_users: dict[str, int] = field(default_factory=lambda: {"keyword": 8, "hybrid": 2})
-    max_levels: int = 10
-    settle_s: float = 60.0
-    window_s: float = 60.0
-    overload_factor: int = 5
-    overload_s: float = 600.0
-    recovery_limit_s: float = 600.0
-    profile_s: float = 20.0
-    env: dict[str, str] = field(default_factory=dict)
-    write: bool = True
-    smoke: bool = False
-
-    @classmethod
-    def smoke_test(cls, configs: list[str]) -> Plan:
-        return cls(
-            configs=configs,
-            documents=300,
-            prepopulate_minutes=2.0,
-            users=[2, 4],
-            settle_s=5.0,
-            window_s=10.0,
-            overload_factor=2,
-            overload_s=20.0,
-            recovery_limit_s=60.0,
-            profile_s=0.0,
-            smoke=True,
-        )
-
-
-# --- what a run finds ---------------------------------------------------------------------------
-
-
-@dataclass
-class Level:
-    users: int
-    rps: float  # every request
-    search_rps: float
-    search_p50: float
-    search_p95: float
-    search_p99: float
-    upsert_p50: float
-    server_p95: float  # from Braid's own search histogram over the same window
-    braid_cpu: float  # % of one core, the whole stack
-    braid_rss_gb: float
-    locust_cpu: float
-    machine_cpu: float  # % of all cores, everything on the machine
-    doc_queue_start: int
-    doc_queue_end: int
-    doc_queue_growth_per_s: float
-    search_queue_start: int
-    search_queue_end: int
-    requests: int
-    errors: int  # failures other than 503
-    overloaded: int  # 503s
-    hottest: str
-
-    @property
-    def queues_stable(self) -> bool:
-        """The document queue does not grow faster than 0.5 writes/s (a backlog of 30 per minute);
-        the search queue is never meant to hold more than a moment's work."""
-        growth_ok = self.doc_queue_growth_per_s <= GROWTH_LIMIT
-        return growth_ok and self.search_queue_end <= max(5, self.users)
-
-    @property
-    def under_limits(self) -> bool:
-        return self.search_p50 < P50_LIMIT_MS and self.queues_stable and self.errors == 0
-
-
-@dataclass
-class Slice:
-    """A short stretch of the overload run."""
-
-    at_s: float  # since the overload started
-    users: int
-    rps: float
-    search_p50: float
-    search_p99: float
-    errors: int
-    overloaded: int
-    doc_queue: int
-    search_queue: int
-    braid_cpu: float
-
-
-@dataclass
-class Overload:
-    users: int
-    seconds: float
-    base_users: int
-    base_p50: float
-    slices: list[Slice]
-    recovered_after_s: float | None  # latency back within 1.25× the knee's p50 (max 100 ms)
-    queue_back_after_s: float | None  # document queue back to its depth before the overload
-    errors: int
-    overloaded: int
-
-
-@dataclass
-class ConfigResult:
-    config: str
-    bulk: Bulk
-    levels: list[Level] = field(default_factory=list)
-    knee: Level | None = None
-    overload: Overload | None = None
-    profile: list[str] = field(default_factory=list)
-    profiled: str = ""
-    drain_s: float = 0.0
-    verdict: verify.Verdict | None = None
-    totals: dict[str, int] = field(default_factory=dict)
-    locust_peak_cpu: float = 0.0
-    encoders: str = ""
-    promtool: str = "not run"  # promtool check metrics on the exposition after the load
-
-
+SAMPLE_S = 2.0  # queue depths are sampled this often during a level
 # --- the runner ---------------------------------------------------------------------------------
 
 
@@ -354,19 +228,12 @@ class Run:
         pid = name.rsplit("(", 1)[1].rstrip(")")
         out = self.scratch / f"profile-{self.config}.txt"
         self.say(f"profiling {name} ({cpu:.0f}% CPU) for {self.plan.profile_s:.0f} s")
-        command = [
-            "py-spy", "record", "--pid", pid, "--duration", str(int(self.plan.profile_s)),
-            "--rate", "100", "--format", "raw", "--output", str(out), "--nonblocking",
-        ]  # fmt: skip
-        proc = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
-        )
-        _, err = await proc.communicate()
-        if proc.returncode != 0 or not out.exists():
-            result.profile = [f"py-spy failed: {err.decode(errors='replace')[-300:]}"]
+        failure = await pyspy.record(pid, self.plan.profile_s, out)
+        if failure:
+            result.profile = [failure]
             return
         result.profiled = f"{name}, {cpu:.0f}% of a core at {users} users"
-        result.profile = summarize_profile(out.read_text())
+        result.profile = pyspy.summarize(out.read_text())
 
     async def run(self) -> ConfigResult:
         bus = await Bus.connect(self.stack.amqp_url, retry_for_s=30)
@@ -415,37 +282,6 @@ def raw_model_rate(contents: list[str], scratch: Path) -> float:
     model = raw.load(EncoderBackend.AUTO, scratch / "raw", workload.MODEL)
     model = raw.with_threads(model, scratch / "raw", 2)
     return raw.throughput(model, contents, Settings().embed_batch_size)
-
-
-def summarize_profile(collapsed: str, top: int = 12) -> list[str]:
-    """Self and inclusive time by function from py-spy's collapsed stacks ("a;b;c count")."""
-    own: dict[str, int] = {}
-    inclusive: dict[str, int] = {}
-    total = 0
-    for line in collapsed.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        count = int(count_text)
-        total += count
-        frames = stack.split(";")
-        own[frames[-1]] = own.get(frames[-1], 0) + count
-        for frame in set(frames):
-            inclusive[frame] = inclusive.get(frame, 0) + count
-    if not total:
-        return ["no samples"]
-    lines = [f"{total} samples; self time:"]
-    for frame, count in sorted(own.items(), key=lambda item: -item[1])[:top]:
-        lines.append(f"  {count / total:6.1%}  {frame}")
-    lines.append("inclusive time (Braid's own code):")
-    ours = [
-        (frame, count)
-        for frame, count in inclusive.items()
-        if any(f"({part}/" in frame for part in ("app", "worker", "encoder", "core"))
-    ]
-    for frame, count in sorted(ours, key=lambda item: -item[1])[:top]:
-        lines.append(f"  {count / total:6.1%}  {frame}")
-    return lines
 
 
 async def run_config(plan: Plan, config: str, scratch: Path) -> ConfigResult:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from bench.loadrun import summarize_profile
 from bench.locustdriver import failure_counts as _failure_counts
 from bench.locustdriver import number as _number
 from bench.measure import slope as _slope
+from bench.pyspy import summarize as summarize_profile
 
 
 def test_queue_growth_is_the_least_squares_slope_of_the_samples() -> None:
