@@ -10,6 +10,7 @@ Values stay exact: counts are integers, sums are floats printed in full.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -208,8 +209,7 @@ class Histogram:
     count: int = 0
 
     def observe(self, bounds: tuple[float, ...], value: float) -> None:
-        index = next((i for i, bound in enumerate(bounds) if value <= bound), len(bounds))
-        self.counts[index] += 1
+        self.counts[bisect.bisect_left(bounds, value)] += 1  # the first bound >= value (le)
         self.sum += value
         self.count += 1
 
