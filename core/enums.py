@@ -79,6 +79,14 @@ class EncoderBackend(StrEnum):
     ONNX = "onnx"
 
 
+class EncoderPrecision(StrEnum):
+    """The document lane's arithmetic on CPU: `auto` is bfloat16 where the CPU has AMX."""
+
+    AUTO = "auto"
+    FP32 = "fp32"
+    BF16 = "bf16"
+
+
 class EmbedOutput(StrEnum):
     """What an embed request asks the model for: a dense embedding or a SPLADE sparse vector."""
 

@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.enums import EncoderBackend
+from core.enums import EncoderBackend, EncoderPrecision
 
 
 class Settings(BaseSettings):
@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     encoder_index: int = Field(1, ge=1)
     device: str = "auto"
     encoder_backend: EncoderBackend = EncoderBackend.AUTO
+    encoder_precision: EncoderPrecision = EncoderPrecision.AUTO
     encoder_threads: int = Field(0, ge=0)
     model_dir: Path | None = None
     allow_downloads: bool = False

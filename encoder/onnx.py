@@ -2,10 +2,10 @@
 
 The transformer (module 0) is exported from the model's own weights with torch's exporter (eager
 attention) and cached under `$BRAID_DATA_DIR/onnx`; nothing comes from a hub. Tokenizing and the
-modules after the transformer (pooling, dense, ...) stay sentence-transformers' own, so the
-embeddings are the torch ones: a probe checks cosine >= PROBE_MIN_COSINE at load, else the caller
-keeps torch. ORT's transformer optimizer (fused Attention) is not applied: measured slower on
-batches here (docs/benchmarks.md).
+modules after the transformer (pooling, dense, ...) stay sentence-transformers' own
+(`runners.finish`), so the embeddings are the torch ones: a probe checks cosine >=
+`runners.PROBE_MIN_COSINE` at load, else the caller keeps torch. ORT's transformer optimizer
+(fused Attention) is not applied: measured slower on batches here (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from encoder.runners import finish
+
 if TYPE_CHECKING:
     import onnxruntime
     from sentence_transformers import SentenceTransformer
@@ -31,13 +33,6 @@ log = logging.getLogger(__name__)
 EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries are then ignored
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "last_hidden_state"
-PROBE_MIN_COSINE = 0.999
-PROBE_TEXTS = (
-    "hello",
-    "a short query about pasta",
-    "The quick brown fox jumps over the lazy dog near the river bank at dawn. " * 12,
-    "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
-)
 
 
 class OnnxUnavailable(RuntimeError):
@@ -159,6 +154,8 @@ class OnnxRunner:
     created then and inherit that thread's CPU priority (the document lane's is lowered).
     """
 
+    name = "onnx"
+
     def __init__(self, model: SentenceTransformer, path: Path, threads: int) -> None:
         self._model = model
         self._path = path
@@ -181,25 +178,4 @@ class OnnxRunner:
         feed = {name: features[name].numpy().astype(np.int64) for name in inputs}
         hidden = ort_session.run([OUTPUT], feed)[0]
         features["token_embeddings"] = torch.from_numpy(hidden)
-        with torch.inference_mode():
-            for module in list(self._model)[1:]:
-                features = module(features)
-            embeddings = features["sentence_embedding"]
-            if normalize:
-                embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-        return np.asarray(embeddings.float().numpy(), dtype=np.float32)
-
-
-def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    return float((a * b).sum(axis=1).min())
-
-
-def probe(model: SentenceTransformer, runner: OnnxRunner) -> float:
-    """Worst cosine between the torch and the ONNX embeddings of PROBE_TEXTS."""
-    texts = list(PROBE_TEXTS)
-    reference = model.encode(
-        texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
-    )
-    return min_cosine(np.asarray(reference), runner.encode(texts, normalize=False))
+        return finish(self._model, features, normalize)

@@ -10,14 +10,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from core.enums import EmbedKind, EmbedOutput, EncoderBackend
+from core.enums import EmbedKind, EmbedOutput, EncoderBackend, EncoderPrecision
 from core.errors import InvalidInput
 from core.settings import Settings
-from encoder import onnx
+from encoder import onnx, runners
+from encoder.runners import Runner, TorchRunner
 from encoder.sparse import SparseModel, load_sparse_model
 
 if TYPE_CHECKING:
@@ -136,31 +135,12 @@ def load_model(path: Path, device: str) -> SentenceTransformer:
     return model
 
 
-class Runner(Protocol):
-    def encode(self, texts: list[str], normalize: bool) -> np.ndarray: ...
-
-
-@dataclass
-class TorchRunner:
-    model: SentenceTransformer
-
-    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
-        vectors = self.model.encode(
-            texts,
-            batch_size=max(1, len(texts)),
-            normalize_embeddings=normalize,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
-
-
 @dataclass
 class LoadedModel:
     """One loaded model; `embed_fn` binds the per-request options for the batcher.
 
-    `runners` holds a runner per lane (ONNX sessions with their own thread counts); without
-    one, a lane runs the sentence-transformers model on torch.
+    `runners` holds a runner per lane (ONNX sessions with their own thread counts, or the
+    bfloat16 transformer); without one, a lane runs the sentence-transformers model on torch.
     """
 
     name: str
@@ -172,11 +152,8 @@ class LoadedModel:
 
     @property
     def lanes(self) -> str:
-        """What each lane runs on: 'onnx', 'torch', or documents+queries ('torch+onnx')."""
-        found = [
-            "onnx" if kind in self.runners else "torch"
-            for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY)
-        ]
+        """What each lane runs on: one runner's name, or documents+queries ('torch+onnx')."""
+        found = [self.runner(kind).name for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY)]
         return found[0] if found[0] == found[1] else "+".join(found)
 
     def runner(self, kind: EmbedKind) -> Runner:
@@ -216,13 +193,13 @@ def onnx_runners(
 ) -> dict[EmbedKind, Runner]:
     """One ORT session per lane, on the cached export; OnnxUnavailable if it differs from torch."""
     exported = onnx.cached_export(model, path, cache_dir)
-    runners: dict[EmbedKind, Runner] = {
+    found: dict[EmbedKind, Runner] = {
         kind: onnx.OnnxRunner(model, exported, count) for kind, count in threads.items()
     }
-    cosine = onnx.probe(model, onnx.OnnxRunner(model, exported, 1))
-    if cosine < onnx.PROBE_MIN_COSINE:
+    cosine = runners.probe(model, onnx.OnnxRunner(model, exported, 1))
+    if cosine < runners.PROBE_MIN_COSINE:
         raise onnx.OnnxUnavailable(f"ONNX embeddings differ from torch (cosine {cosine:.5f})")
-    return runners
+    return found
 
 
 ModelKey = tuple[str, str | None, EmbedOutput]
@@ -285,6 +262,7 @@ class ModelRegistry:
         model = load_model(path, device)
         loaded = LoadedModel(name, revision, model, int(model.get_embedding_dimension() or 0))
         self._attach_backend(loaded, path, device)
+        self._attach_precision(loaded, device)
         log.info(
             "loaded model %s@%s from %s on %s/%s (dim %d, max_seq_length %s) in %.1f s",
             name,
@@ -314,6 +292,20 @@ class ModelRegistry:
             log.warning("model %s stays on torch: %s", loaded.name, exc)
             return
         loaded.backend = EncoderBackend.ONNX
+
+    def _attach_precision(self, loaded: LoadedModel, device: str) -> None:
+        """Run document batches on a bfloat16 transformer when that precision is picked (`auto`:
+        a CPU with AMX) and the document lane is on torch; float32 when the probe disagrees."""
+        wanted = self._settings.encoder_precision
+        if EmbedKind.DOCUMENT in loaded.runners:
+            if wanted is EncoderPrecision.BF16:
+                log.warning("BRAID_ENCODER_PRECISION=bf16 applies to torch; documents run on ONNX")
+            return
+        if runners.pick_precision(wanted, device) is not EncoderPrecision.BF16:
+            return
+        runner = runners.bf16_runner(loaded.model)
+        if runner is not None:
+            loaded.runners[EmbedKind.DOCUMENT] = runner
 
     def _prepare_device(self) -> str:
         """Pick the device and pin intra-op threads once, before the first model runs."""

