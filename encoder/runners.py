@@ -8,6 +8,10 @@ does after its session. On a CPU with AMX tiles the bfloat16 matrix products ran
 cosine to float32 0.99989; docs/benchmarks.md). Without native bfloat16 the products are emulated
 and slower, so `auto` takes it only where the CPU reports `amx_bf16`.
 
+The bfloat16 runner pads each batch's token length up to a multiple of SEQUENCE_STEP (masked, so
+the embeddings do not change): oneDNN builds and caches kernels per input shape, and with every
+length its own shape an encoder's memory grew without end under mixed traffic (docs/benchmarks.md).
+
 Every non-float32 runner is probed against the float32 model at load (`probe`): one whose worst
 cosine on PROBE_TEXTS is under PROBE_MIN_COSINE is not used.
 """
@@ -36,6 +40,7 @@ PROBE_TEXTS = (
     "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
 )
 CPUINFO = Path("/proc/cpuinfo")
+SEQUENCE_STEP = 32
 
 
 class Runner(Protocol):
@@ -78,11 +83,27 @@ class Bf16Runner:
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
         import torch
 
-        features = self._model.preprocess(texts)
+        features = pad_tokens(self._model.preprocess(texts), self._model.max_seq_length)
         with torch.inference_mode():
             features = self._transformer(features)
             features["token_embeddings"] = features["token_embeddings"].float()
         return finish(self._model, features, normalize)
+
+
+def pad_tokens(features: dict[str, Any], longest: int | None) -> dict[str, Any]:
+    """Token tensors padded (masked) up to a multiple of SEQUENCE_STEP, at most `longest`."""
+    import torch
+
+    length = int(features["input_ids"].shape[1])
+    wanted = -(-length // SEQUENCE_STEP) * SEQUENCE_STEP
+    if longest:
+        wanted = min(wanted, max(length, longest))
+    if wanted == length:
+        return features
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        if name in features:
+            features[name] = torch.nn.functional.pad(features[name], (0, wanted - length))
+    return features
 
 
 def finish(model: SentenceTransformer, features: dict[str, Any], normalize: bool) -> np.ndarray:

@@ -101,3 +101,23 @@ def test_cpu_flags_read_proc_cpuinfo(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert runners.cpu_flags() == {"fpu", "avx2", "amx_bf16"}
     monkeypatch.setattr(runners, "CPUINFO", tmp_path / "absent")
     assert runners.cpu_flags() == set()
+
+
+def test_a_text_embeds_the_same_alone_and_in_a_longer_padded_batch(bf16: LoadedModel) -> None:
+    embed = bf16.embed_fn(True, False)
+    alone = np.asarray(embed(["a short text"]))
+    batched = np.asarray(embed(["a short text", texts.seed_documents(1)[0]])[:1])
+    assert cosines(alone, batched).min() >= 0.999
+
+
+def test_token_lengths_are_padded_to_a_step_masked_and_capped() -> None:
+    import torch
+
+    ones = torch.ones((2, 33), dtype=torch.long)
+    padded = runners.pad_tokens({"input_ids": ones, "attention_mask": ones.clone()}, 256)
+    assert padded["input_ids"].shape == (2, 64)
+    assert padded["attention_mask"][:, 33:].sum() == 0 and padded["attention_mask"].sum() == 66
+    capped = runners.pad_tokens({"input_ids": torch.ones((1, 250), dtype=torch.long)}, 256)
+    assert capped["input_ids"].shape == (1, 256)
+    exact = runners.pad_tokens({"input_ids": torch.ones((1, 64), dtype=torch.long)}, 256)
+    assert exact["input_ids"].shape == (1, 64)
