@@ -29,6 +29,7 @@ from worker.fusion import Retriever, fuse
 from worker.querying import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
+from worker.store.edge import INDEX_IDF_FROM
 from worker.store.ids import point_id
 from worker.store.protocol import ArmQuery, CollectionSchema
 
@@ -74,10 +75,13 @@ def compile_all(
 ) -> list[Compiled]:
     """Engine requests for every search; runs each once (a warm-up) to fuse its top like the
     worker does, so the timed loops fetch the same payloads the worker would."""
-    idf = {slot.name for slot in schema.sparse if slot.idf}
+    size = engine.count(qe.CountRequest(exact=True))
+    mode = convert.Idf.INDEX if size >= INDEX_IDF_FROM else convert.Idf.LIVE  # as the store
+    idf = {slot.name: mode for slot in schema.sparse if slot.idf}
     out = []
     for search in searches:
-        batch = qe.QueryBatchRequest([convert.to_request(a, a.slot in idf) for a in search.arms])
+        requests = [convert.to_request(a, idf.get(a.slot, convert.Idf.NONE)) for a in search.arms]
+        batch = qe.QueryBatchRequest(requests)
         hits = [[convert.to_hit(p) for p in points] for points in engine.query_batch(batch)]
         top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
         points: list[int | UUID | str] = [point_id(doc) for doc in top]

@@ -347,6 +347,41 @@ async def test_edge_maintain_optimizes_and_queries_return_the_same(
         await edge.close()
 
 
+def idf(documents: int, holding: int) -> float:
+    """Qdrant's IDF of a term that `holding` of `documents` documents hold."""
+    return math.log(1 + (documents - holding + 0.5) / (holding + 0.5))
+
+
+async def test_edge_large_shards_take_idf_from_the_index_until_an_optimize_vacuums(
+    store_root: Path,
+) -> None:
+    """From `index_idf_from` points IDF comes from the engine's index statistics: a deleted
+    document still counts there until the next optimize vacuums it; then only live ones do.
+    3,000 documents of 600 terms make an indexed segment, whose postings outlive a delete (a
+    small segment's are rebuilt from live points whenever the shard is loaded)."""
+    edge = await EdgeStore.open(
+        store_root, optimize_min_changes=1, optimize_growth=0.0, index_idf_from=0
+    )
+    filler = dict.fromkeys(range(1000, 1600), 0.5)
+    points = [point(f"d{i}", sparse={1 if i % 10 == 0 else 2: 1.0, **filler}) for i in range(3000)]
+    query = [ArmQuery("lex", sparse({1: 1.0}), 1)]
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        for start in range(0, len(points), 500):
+            await edge.upsert(COLLECTION, points[start : start + 500])
+        await edge.maintain(COLLECTION)
+        await edge.maintenance_done()
+        await edge.delete(COLLECTION, [f"d{i}" for i in range(0, 1500, 10)])  # half of term 1's
+        [stale] = await edge.query_arms(COLLECTION, query)
+        assert stale[0].score == pytest.approx(idf(3000, 300), rel=1e-3)
+        await edge.maintain(COLLECTION)
+        await edge.maintenance_done()
+        [fresh] = await edge.query_arms(COLLECTION, query)
+        assert fresh[0].score == pytest.approx(idf(2850, 150), rel=1e-3)
+    finally:
+        await edge.close()
+
+
 async def test_edge_maintain_is_idle_below_its_thresholds(
     store_root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

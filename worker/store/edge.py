@@ -18,6 +18,7 @@ from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store import edge_optimize as optimizer
 from worker.store import heap
+from worker.store.edge_convert import Idf
 from worker.store.gate import Gate
 from worker.store.ids import point_id, stored_payload
 from worker.store.protocol import (
@@ -39,6 +40,15 @@ T = TypeVar("T")
 
 # A collection name is a directory name: no separators, no leading dot (those are ours).
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+
+# From this many points (at the last optimize) a shard's sparse arms take IDF from the engine's
+# index statistics instead of counting the live points per query term (4.4 of 5.6 CPU-ms of a
+# keyword search at 80,000 documents). The statistics also count versions deleted or overwritten
+# since the last optimize, which vacuums them: from here on an optimize is due after at most
+# 20 % changes (5,000 ÷ 0.2), so at most about a fifth of what IDF counts is gone, as Lucene's
+# document frequencies count deleted documents until a merge. Smaller shards stay exact, and
+# cheap: the count costs in proportion to the postings.
+INDEX_IDF_FROM = 25_000
 
 
 class _Shard:
@@ -69,8 +79,10 @@ class EdgeStore:
         optimize_min_changes: int = 5000,
         optimize_growth: float = 0.2,
         replica: bool = False,
+        index_idf_from: int = INDEX_IDF_FROM,
     ) -> None:
         self._root = root
+        self._index_idf_from = index_idf_from
         self._replica = replica
         self._lock = lock
         self._shards = shards
@@ -91,6 +103,7 @@ class EdgeStore:
         optimize_min_changes: int = 5000,
         optimize_growth: float = 0.2,
         replica: bool = False,
+        index_idf_from: int = INDEX_IDF_FROM,
     ) -> EdgeStore:
         """Own `root` (StoreLocked if another process does) and load every collection in it.
 
@@ -109,7 +122,9 @@ class EdgeStore:
         except BaseException:
             lock.close()
             raise
-        store = cls(root, lock, shards, optimize_min_changes, optimize_growth, replica)
+        store = cls(
+            root, lock, shards, optimize_min_changes, optimize_growth, replica, index_idf_from
+        )
         store.opened_cleanly = clean
         log.info("store opened (%d collections, closed cleanly last time: %s)", len(shards), clean)
         return store
@@ -198,9 +213,11 @@ class EdgeStore:
         if not arms:
             self._shard(name)
             return []
-        idf_slots = {s.name for s in self._shard(name).schema.sparse if s.idf}
+        shard = self._shard(name)
+        mode = Idf.INDEX if shard.base >= self._index_idf_from else Idf.LIVE
+        idf = {s.name: mode for s in shard.schema.sparse if s.idf}
         batch = qe.QueryBatchRequest(
-            [convert.to_request(arm, arm.slot in idf_slots) for arm in arms]
+            [convert.to_request(arm, idf.get(arm.slot, Idf.NONE)) for arm in arms]
         )
         results = await self._use(name, lambda e: e.query_batch(batch))
         return [[convert.to_hit(p) for p in points] for points in results]

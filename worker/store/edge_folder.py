@@ -106,7 +106,8 @@ def load(path: Path) -> tuple[qe.EdgeShard, CollectionSchema]:
     if not (path / SCHEMA_FILE).exists():
         raise StoreError(f"{path} holds no {SCHEMA_FILE}; it is not a Braid collection")
     schema = _read_schema(path / SCHEMA_FILE)
-    engine = qe.EdgeShard.load(str(path))
+    # With the config, a shard made before the optimizer settings below gets them on disk.
+    engine = qe.EdgeShard.load(str(path), edge_config(schema))
     add_indexes(engine, schema)  # shards made before payload indexes existed get them here
     return engine, schema
 
@@ -171,6 +172,12 @@ def add_indexes(engine: qe.EdgeShard, schema: CollectionSchema) -> None:
         engine.flush()
 
 
+# Every optimize vacuums each segment holding a deleted or overwritten version (the engine's
+# default waits for 20 % of a segment of 1,000 vectors): the index statistics that large shards
+# take IDF from count only live points after it (edge.INDEX_IDF_FROM).
+VACUUM = qe.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=0)
+
+
 def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
     dense = {
         s.name: qe.EdgeVectorParams(s.dimensions, _DISTANCES[s.distance]) for s in schema.dense
@@ -179,7 +186,7 @@ def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
         s.name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if s.idf else None)
         for s in schema.sparse
     }
-    return qe.EdgeConfig(vectors=dense or None, sparse_vectors=sparse or None)
+    return qe.EdgeConfig(vectors=dense or None, sparse_vectors=sparse or None, optimizers=VACUUM)
 
 
 def _write_schema(path: Path, schema: CollectionSchema) -> None:
