@@ -19,8 +19,12 @@ export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}
 export BRAID_ENCODERS=${BRAID_ENCODERS:-2}
 export BRAID_ENCODER_MODELS=${BRAID_ENCODER_MODELS:-1}
 export BRAID_API_PROCESSES=${BRAID_API_PROCESSES:-2}
-# Search processes: half the cores, at least one (the worker serves searches they cannot take).
-export BRAID_SEARCHERS=${BRAID_SEARCHERS:-$(($(nproc) / 2 > 1 ? $(nproc) / 2 : 1))}
+# Search processes: half the cores and at least two, one on one core. One search process uses at
+# most one core, and on two cores a second one served more of both load mixes than one
+# (docs/benchmarks.md, Search processes). The worker serves searches they cannot take.
+cores=$(nproc)
+half=$((cores / 2 > 2 ? cores / 2 : 2))
+export BRAID_SEARCHERS=${BRAID_SEARCHERS:-$((half < cores ? half : cores))}
 export BRAID_EPMD_PORT=${BRAID_EPMD_PORT:-4369}
 export BRAID_RABBITMQ_DIST_PORT=${BRAID_RABBITMQ_DIST_PORT:-25672}
 # BRAID_QDRANT_URL / BRAID_QDRANT_BINARY stay unset when not given: unset means embedded store.
