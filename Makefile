@@ -19,12 +19,12 @@ run: install-runtime
 
 test: install
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m mypy core
+	$(PYTHON) -m mypy core worker encoder app harness loader bench
 	$(PYTHON) -m pytest tests/unit tests/contract tests/integration -q
 
 lint:
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m mypy core
+	$(PYTHON) -m mypy core worker encoder app harness loader bench
 
 unit:
 	$(PYTHON) -m pytest tests/unit -q

@@ -147,7 +147,7 @@ class Flood:
 
     def rate(self) -> float:
         """Texts per second since the flood started."""
-        return self._done.value / max(1e-9, time.perf_counter() - self._started)
+        return float(self._done.value) / max(1e-9, time.perf_counter() - self._started)
 
     def texts(self) -> int:
         return int(self._done.value)

@@ -57,7 +57,7 @@ class InternalError(BraidError):
 
 
 # What a lost dependency raises: a Redis or socket failure means "retry later", not a bug.
-DEPENDENCY_DOWN: tuple[type[BaseException], ...] = (
+DEPENDENCY_DOWN: tuple[type[Exception], ...] = (
     redis_errors.ConnectionError,
     redis_errors.TimeoutError,
     redis_errors.BusyLoadingError,

@@ -102,7 +102,9 @@ def export(model: SentenceTransformer, target: Path) -> None:
             self.inner = hf_model
 
         def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
+            output = self.inner(**dict(zip(names, tensors, strict=True)))
+            hidden: torch.Tensor = output.last_hidden_state
+            return hidden
 
     try:
         hf_model.set_attn_implementation("eager")

@@ -193,7 +193,7 @@ class Searcher:
         where: PointFilter | None,
         query: SearchQuery,
     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]] | None]:
-        facets = {} if query.facets else None
+        facets: dict[str, dict[str, int]] | None = {} if query.facets else None
         if not arms:
             return [], facets
         started = time.perf_counter()

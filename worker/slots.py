@@ -82,5 +82,5 @@ def store_schema(config: CollectionConfig) -> CollectionSchema:
             sparse.append(SparseSlot(slot.name, idf=slot.kind.is_lexical))
     if not dense and not sparse:  # noop collections: the store wants at least one vector
         sparse.append(SparseSlot(NOOP_SLOT, idf=False))
-    indexes = {index.key: index.type for index in config.metadata_indexes or []}
+    indexes: dict[str, str] = {index.key: index.type for index in config.metadata_indexes or []}
     return CollectionSchema(dense=dense, sparse=sparse, metadata_indexes=indexes)

@@ -29,7 +29,6 @@ from worker.fusion import Retriever, fuse
 from worker.querying import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
-from worker.store.edge import INDEX_IDF_FROM
 from worker.store.ids import point_id
 from worker.store.protocol import ArmQuery, CollectionSchema
 
@@ -76,8 +75,7 @@ def compile_all(
     """Engine requests for every search; runs each once (a warm-up) to fuse its top like the
     worker does, so the timed loops fetch the same payloads the worker would."""
     size = engine.count(qe.CountRequest(exact=True))
-    mode = convert.Idf.INDEX if size >= INDEX_IDF_FROM else convert.Idf.LIVE  # as the store
-    idf = {slot.name: mode for slot in schema.sparse if slot.idf}
+    idf = convert.idf_modes(schema, size >= convert.INDEX_IDF_FROM)  # as the store decides
     out = []
     for search in searches:
         requests = [convert.to_request(a, idf.get(a.slot, convert.Idf.NONE)) for a in search.arms]

@@ -40,7 +40,7 @@ def present(folder: Path) -> bool:
 
 def load(folder: Path) -> RelevanceSet:
     corpus = [
-        Record(str(row["_id"]), row.get("title") or "", row.get("text") or "")
+        Record(str(row["_id"]), str(row.get("title") or ""), str(row.get("text") or ""))
         for row in _jsonl(folder / "corpus.jsonl")
     ]
     qrels: dict[str, dict[str, int]] = {}
@@ -50,7 +50,7 @@ def load(folder: Path) -> RelevanceSet:
             query, doc, score = line.rstrip("\n").split("\t")
             qrels.setdefault(query, {})[doc] = int(score)
     queries = [
-        Query(str(row["_id"]), row["text"])
+        Query(str(row["_id"]), str(row["text"]))
         for row in _jsonl(folder / "queries.jsonl")
         if str(row["_id"]) in qrels
     ]

@@ -18,7 +18,7 @@ from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store import edge_optimize as optimizer
 from worker.store import heap
-from worker.store.edge_convert import Idf
+from worker.store.edge_convert import INDEX_IDF_FROM, Idf
 from worker.store.gate import Gate
 from worker.store.ids import point_id, stored_payload
 from worker.store.protocol import (
@@ -40,15 +40,6 @@ T = TypeVar("T")
 
 # A collection name is a directory name: no separators, no leading dot (those are ours).
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
-
-# From this many points (at the last optimize) a shard's sparse arms take IDF from the engine's
-# index statistics instead of counting the live points per query term (4.4 of 5.6 CPU-ms of a
-# keyword search at 80,000 documents). The statistics also count versions deleted or overwritten
-# since the last optimize, which vacuums them: from here on an optimize is due after at most
-# 20 % changes (5,000 ÷ 0.2), so at most about a fifth of what IDF counts is gone, as Lucene's
-# document frequencies count deleted documents until a merge. Smaller shards stay exact, and
-# cheap: the count costs in proportion to the postings.
-INDEX_IDF_FROM = 25_000
 
 
 class _Shard:
@@ -214,8 +205,7 @@ class EdgeStore:
             self._shard(name)
             return []
         shard = self._shard(name)
-        mode = Idf.INDEX if shard.base >= self._index_idf_from else Idf.LIVE
-        idf = {s.name: mode for s in shard.schema.sparse if s.idf}
+        idf = convert.idf_modes(shard.schema, shard.base >= self._index_idf_from)
         batch = qe.QueryBatchRequest(
             [convert.to_request(arm, idf.get(arm.slot, Idf.NONE)) for arm in arms]
         )

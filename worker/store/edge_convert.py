@@ -14,6 +14,7 @@ from worker.store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
+    CollectionSchema,
     PointFilter,
     PointWrite,
     StoredPoint,
@@ -47,19 +48,35 @@ def to_stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
 
 
 class Idf(enum.Enum):
-    """How a sparse arm's IDF is counted (worker/store/edge.py chooses per shard)."""
+    """How a sparse arm's IDF is counted (`idf_modes` chooses per shard)."""
 
     NONE = "none"  # the slot has no IDF modifier
     LIVE = "live"  # over the live points that have this vector: exact, costs a pass over postings
     INDEX = "index"  # the engine's index statistics: free, and count deleted versions until vacuum
 
 
+# From this many points (at the last optimize) a shard's sparse arms take IDF from the engine's
+# index statistics instead of counting the live points per query term (4.4 of 5.6 CPU-ms of a
+# keyword search at 80,000 documents). The statistics also count versions deleted or overwritten
+# since the last optimize, which vacuums them: from here on an optimize is due after at most
+# 20 % changes (5,000 ÷ 0.2), so at most about a fifth of what IDF counts is gone, as Lucene's
+# document frequencies count deleted documents until a merge. Smaller shards stay exact, and
+# cheap: the count costs in proportion to the postings.
+INDEX_IDF_FROM = 25_000
+
+
+def idf_modes(schema: CollectionSchema, large: bool) -> dict[str, Idf]:
+    """How each IDF slot of a shard counts: from the index statistics when the shard is large
+    (INDEX_IDF_FROM points or more), else over the live points."""
+    mode = Idf.INDEX if large else Idf.LIVE
+    return {slot.name: mode for slot in schema.sparse if slot.idf}
+
+
 def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
     query = qe.Query.Nearest(to_edge_vector(arm.vector), using=arm.slot)
     params = None
     if idf is Idf.LIVE:
-        # The engine then counts, per query term, the postings whose point has this vector:
-        # 4.4 of 5.6 CPU-ms of a two-arm keyword search at 80,000 documents (docs/benchmarks.md).
+        # The engine then counts, per query term, the postings whose point has this vector.
         live = qe.Filter(must=[qe.HasVectorCondition(arm.slot)])
         params = qe.SearchParams(idf=qe.IdfParams(corpus=live))
     return qe.QueryRequest(
