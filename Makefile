@@ -17,9 +17,7 @@ install-runtime:
 run: install-runtime
 	docker/entrypoint.sh
 
-test: install
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m mypy core worker encoder app harness loader bench
+test: install lint
 	$(PYTHON) -m pytest tests/unit tests/contract tests/integration -q
 
 lint:

@@ -75,11 +75,9 @@ def compile_all(
     """Engine requests for every search; runs each once (a warm-up) to fuse its top like the
     worker does, so the timed loops fetch the same payloads the worker would."""
     size = engine.count(qe.CountRequest(exact=True))
-    idf = convert.idf_modes(schema, size >= convert.INDEX_IDF_FROM)  # as the store decides
     out = []
     for search in searches:
-        requests = [convert.to_request(a, idf.get(a.slot, convert.Idf.NONE)) for a in search.arms]
-        batch = qe.QueryBatchRequest(requests)
+        batch = convert.to_batch(search.arms, schema, size >= convert.INDEX_IDF_FROM)
         hits = [[convert.to_hit(p) for p in points] for points in engine.query_batch(batch)]
         top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
         points: list[int | UUID | str] = [point_id(doc) for doc in top]

@@ -18,7 +18,7 @@ from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store import edge_optimize as optimizer
 from worker.store import heap
-from worker.store.edge_convert import INDEX_IDF_FROM, Idf
+from worker.store.edge_convert import INDEX_IDF_FROM
 from worker.store.gate import Gate
 from worker.store.ids import point_id, stored_payload
 from worker.store.protocol import (
@@ -205,10 +205,7 @@ class EdgeStore:
             self._shard(name)
             return []
         shard = self._shard(name)
-        idf = convert.idf_modes(shard.schema, shard.base >= self._index_idf_from)
-        batch = qe.QueryBatchRequest(
-            [convert.to_request(arm, idf.get(arm.slot, Idf.NONE)) for arm in arms]
-        )
+        batch = convert.to_batch(arms, shard.schema, shard.base >= self._index_idf_from)
         results = await self._use(name, lambda e: e.query_batch(batch))
         return [[convert.to_hit(p) for p in points] for points in results]
 

@@ -48,7 +48,7 @@ def to_stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
 
 
 class Idf(enum.Enum):
-    """How a sparse arm's IDF is counted (`idf_modes` chooses per shard)."""
+    """How a sparse arm's IDF is counted (`to_batch` chooses per shard)."""
 
     NONE = "none"  # the slot has no IDF modifier
     LIVE = "live"  # over the live points that have this vector: exact, costs a pass over postings
@@ -65,11 +65,14 @@ class Idf(enum.Enum):
 INDEX_IDF_FROM = 25_000
 
 
-def idf_modes(schema: CollectionSchema, large: bool) -> dict[str, Idf]:
-    """How each IDF slot of a shard counts: from the index statistics when the shard is large
-    (INDEX_IDF_FROM points or more), else over the live points."""
+def to_batch(arms: list[ArmQuery], schema: CollectionSchema, large: bool) -> qe.QueryBatchRequest:
+    """One engine batch for a search's arms; a sparse arm with IDF counts it from the index
+    statistics when the shard is large (INDEX_IDF_FROM points or more), else over live points."""
     mode = Idf.INDEX if large else Idf.LIVE
-    return {slot.name: mode for slot in schema.sparse if slot.idf}
+    idf_slots = {slot.name for slot in schema.sparse if slot.idf}
+    return qe.QueryBatchRequest(
+        [to_request(arm, mode if arm.slot in idf_slots else Idf.NONE) for arm in arms]
+    )
 
 
 def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
