@@ -127,6 +127,7 @@ class Bus:
         reply_to: str | None = None,
         correlation_id: str | None = None,
         headers: dict[str, Any] | None = None,
+        message_id: str | None = None,
     ) -> None:
         """Publish and wait for the broker's confirm; a full queue raises QueueFull."""
         channel = await self._channel()
@@ -143,6 +144,7 @@ class Bus:
             reply_to=reply_to,
             correlation_id=correlation_id,
             headers=headers,
+            message_id=message_id,
         )
         try:
             await channel.default_exchange.publish(amqp_message, routing_key=queue, mandatory=True)

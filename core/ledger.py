@@ -7,6 +7,7 @@ purge, a dropped collection) removes it, and the worker skips messages that are 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +20,14 @@ from core.enums import DocumentStatus, OpType
 from core.names import RedisKeys
 from core.redis_client import as_text
 from core.schemas.document import QueueInfo, StatusEntry
+
+# Record one item and count it, once: a replayed round trip (its reply was lost) changes nothing.
+_ENQUEUE = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
+return 1
+"""
 
 # Remove one item and decrement the counter of its status/op, atomically (redelivery-safe).
 _FINISH = """
@@ -42,6 +51,18 @@ item.info = ARGV[3]
 item.try_count = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(item))
 redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, 1)
+return 1
+"""
+
+# Forget an item that is still only queued (a publish that never reached the broker).
+_REAP = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local item = cjson.decode(raw)
+if item.status ~= 'queued' then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'queued_' .. item.op_type, -1)
 return 1
 """
 
@@ -84,13 +105,18 @@ def new_queue_id() -> str:
 class Ledger:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
+        self._enqueue = redis.register_script(_ENQUEUE)
         self._finish = redis.register_script(_FINISH)
         self._restate = redis.register_script(_RESTATE)
         self._max_tombstone = redis.register_script(_MAX_TOMBSTONE)
+        self._reap = redis.register_script(_REAP)
 
     async def enqueue(self, collection: str, items: list[QueuedWrite]) -> None:
-        """Record writes about to be published, in one round trip."""
+        """Record writes about to be published, in one round trip, with the wall-clock time
+        (`queued_at`) the reaper measures the publish deadline from. Each is recorded once: the
+        client replays a round trip whose reply a dropped connection lost."""
         pipe = self._redis.pipeline(transaction=True)
+        queued_at = time.time()
         for write in items:
             item = {
                 "queue_id": write.queue_id,
@@ -101,10 +127,15 @@ class Ledger:
                 "ts_us": to_micros(write.timestamp),
                 "try_count": 0,
                 "info": "",
+                "queued_at": queued_at,
             }
-            pipe.hset(RedisKeys.queue_items(collection), write.queue_id, json.dumps(item))
-            pipe.sadd(RedisKeys.doc_items(collection, write.doc_id), write.queue_id)
-            pipe.hincrby(RedisKeys.queue_counts(collection), f"queued_{write.op.value}", 1)
+            keys = [
+                RedisKeys.queue_items(collection),
+                RedisKeys.doc_items(collection, write.doc_id),
+                RedisKeys.queue_counts(collection),
+            ]
+            args = [write.queue_id, json.dumps(item), f"queued_{write.op.value}"]
+            await self._enqueue(keys=keys, args=args, client=pipe)
         await pipe.execute()
 
     async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -126,6 +157,32 @@ class Ledger:
                 RedisKeys.queue_counts(collection),
             ]
             await self._finish(keys=keys, args=[queue_id], client=pipe)
+        return sum(int(found) for found in await pipe.execute())
+
+    async def reap(self, collection: str, before: float, spare: frozenset[str]) -> int:
+        """Forget the items still only `queued` that were recorded before `before` (wall clock),
+        except those in `spare`; how many. Only worker/reaper.py knows when that is safe."""
+        doomed: list[tuple[str, str]] = []
+        async for queue_id, raw in self._redis.hscan_iter(
+            RedisKeys.queue_items(collection), count=500
+        ):
+            qid, item = as_text(queue_id), json.loads(raw)
+            if (
+                item["status"] == DocumentStatus.QUEUED.value
+                and float(item.get("queued_at", 0.0)) < before
+                and qid not in spare
+            ):
+                doomed.append((qid, item["doc_id"]))
+        if not doomed:
+            return 0
+        pipe = self._redis.pipeline(transaction=False)
+        for qid, doc_id in doomed:
+            keys = [
+                RedisKeys.queue_items(collection),
+                RedisKeys.doc_items(collection, doc_id),
+                RedisKeys.queue_counts(collection),
+            ]
+            await self._reap(keys=keys, args=[qid], client=pipe)
         return sum(int(found) for found in await pipe.execute())
 
     async def restate(

@@ -67,6 +67,10 @@ class Settings(BaseSettings):
     document_queue_max: int = Field(100_000, ge=1)
     search_queue_max: int = Field(1_000, ge=1)
     rpc_timeout_s: float = Field(60.0, gt=0)
+    # An async write answers 200 only if the broker confirmed it within this long of its ledger
+    # entry, else 503; the worker forgets a queued entry whose message never reached the broker
+    # once it is older than this (an api killed between the two: worker/reaper.py).
+    publish_deadline_s: float = Field(20.0, gt=0)
     worker_batch_size: int = Field(64, ge=1)
     # Writes to an embedded shard before it is optimized (then also 20 % growth): each optimize
     # rebuilds the whole shard's index. Qdrant itself leaves segments under ~6,600 vectors of 384

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
@@ -304,6 +304,18 @@ class Stack:
         except ProcessLookupError:
             pass
         return pid
+
+    @contextlib.contextmanager
+    def frozen(self, program: str) -> Iterator[None]:
+        """SIGSTOP a program's process group for the block (a hung process), then SIGCONT it."""
+        pid = self.pid(program)
+        if pid == 0:
+            raise StackError(f"{program} is not running\n{self.log_tails()}")
+        os.killpg(os.getpgid(pid), signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(os.getpgid(pid), signal.SIGCONT)
 
     def wait_restarted(self, program: str, old_pid: int, timeout: float = 60.0) -> int:
         """Wait until supervisord runs `program` again under a new PID; returns it."""

@@ -23,6 +23,7 @@ REQUEUE_AFTER_FAILURE_S = 1.0
 # waits. Documents shared by two batches are serialized by the per-document locks; the newest
 # timestamp wins either way.
 BATCHES_IN_FLIGHT = 3
+HELD_PRUNE_AT = 1024  # messages held for the reaper before settled ones are let go
 
 
 class DocumentConsumer:
@@ -37,9 +38,34 @@ class DocumentConsumer:
         self._inbox: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
         self._stopping = asyncio.Event()
         self._waiting: set[asyncio.Task[None]] = set()  # messages held for a backoff
+        # For the reaper (`touched`): the messages not known settled, and the queue ids of the
+        # ones received or settled since it last asked.
+        self._held: dict[AbstractIncomingMessage, str] = {}
+        self._seen: set[str] = set()
+        self._lost = False  # a held message's channel closed since it last asked
 
     async def on_message(self, message: AbstractIncomingMessage) -> None:
+        queue_id = _queue_id(message)
+        self._held[message] = queue_id
+        self._seen.add(queue_id)
+        if len(self._held) > HELD_PRUNE_AT:
+            self._prune()
         await self._inbox.put(message)
+
+    def touched(self) -> frozenset[str] | None:
+        """The queue ids of the messages received or settled since the last call, or still
+        unsettled: the reaper must spare them. None if a channel closed under one, as the broker
+        may then deliver it again, perhaps unseen yet."""
+        self._prune()
+        touched = frozenset(self._seen | set(self._held.values()))
+        lost, self._lost, self._seen = self._lost, False, set()
+        return None if lost else touched
+
+    def _prune(self) -> None:
+        """Let go of settled messages (their bodies), keeping their ids until `touched`."""
+        for message in [m for m in self._held if m.processed or not channel_open(m)]:
+            self._lost |= not channel_open(message)
+            self._seen.add(self._held.pop(message))
 
     def stop(self) -> None:
         self._stopping.set()
@@ -183,6 +209,16 @@ class DocumentConsumer:
         task = asyncio.create_task(_requeue_after(raw, delay_s))
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
+
+
+def _queue_id(message: AbstractIncomingMessage) -> str:
+    """The api sends it as the AMQP message id; a message published before it did, in the body."""
+    if message.message_id:
+        return message.message_id
+    try:
+        return DocumentMessage.model_validate_json(message.body).queue_id
+    except ValueError:
+        return ""  # unreadable: dropped when processed
 
 
 async def _finish_all(running: set[asyncio.Task[None]]) -> None:

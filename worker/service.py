@@ -34,6 +34,7 @@ from worker.joining import Joiner
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.querying import Searcher
+from worker.reaper import Reaper
 from worker.replication import Replicator
 from worker.store import open_store
 from worker.store.edge import EdgeStore
@@ -80,6 +81,7 @@ class WorkerService:
             settings.worker_batch_wait_ms / 1000,
             settings.max_tries,
         )
+        self._reaper = Reaper(bus, ledger, catalog, self._consumer, settings.publish_deadline_s)
         self._consuming: asyncio.Task[None] | None = None
         self._heartbeat = Periodic("worker heartbeat", HEARTBEAT_S, self._beat)
         self._metrics = MetricsPublisher(
@@ -112,6 +114,7 @@ class WorkerService:
         )
         self._consuming = asyncio.create_task(self._consumer.run(), name="document-consumer")
         self._heartbeat.start()
+        self._reaper.periodic.start()
         self._metrics.start()
 
     async def close(self) -> None:
@@ -127,6 +130,7 @@ class WorkerService:
                 await asyncio.wait([self._consuming])
         await self._bus.drain_handlers(FINISH_RPCS_S)
         await self._heartbeat.stop()
+        await self._reaper.periodic.stop()
         await self._metrics.close()
         await self._bus.close()
         await self._store.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime
 
 from app.context import ApiContext
 from app.services.validation import check_document
 from app.services.worker import require_collection
 from core.enums import OpType
+from core.errors import Unavailable
 from core.ledger import QueuedWrite, new_queue_id
 from core.messages import DocumentMessage
 from core.names import DOCUMENTS_QUEUE
@@ -51,14 +53,29 @@ async def enqueue_delete(
 
 
 async def _publish(ctx: ApiContext, collection: str, messages: list[DocumentMessage]) -> None:
-    """Ledger first, so the worker sees the item as live; undo it for what the broker refused."""
+    """Ledger first, so the worker sees the item as live; then the broker's confirms, which count
+    only within the publish deadline of the entry: the worker's reaper forgets older entries
+    whose message it never saw (worker/reaper.py). What was refused or late is undone."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ctx.settings.publish_deadline_s
     await ctx.ledger.enqueue(
         collection, [QueuedWrite(m.queue_id, m.doc_id, m.op, m.timestamp) for m in messages]
     )
-    results = await asyncio.gather(
-        *(ctx.bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages),
-        return_exceptions=True,
+    publishes = (
+        ctx.bus.publish(DOCUMENTS_QUEUE, m, persistent=True, message_id=m.queue_id)
+        for m in messages
     )
+    results: list[object] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout_at(deadline):
+            results = await asyncio.gather(*publishes, return_exceptions=True)
+    if loop.time() >= deadline:  # a confirm seen late counts as none
+        late = Unavailable(
+            f"the message broker did not confirm the write within "
+            f"{ctx.settings.publish_deadline_s:g} s; retry later",
+            ctx.settings.retry_after_s,
+        )
+        results = [late] * len(messages)
     failures = [
         (m, r) for m, r in zip(messages, results, strict=True) if isinstance(r, BaseException)
     ]

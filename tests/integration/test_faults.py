@@ -11,7 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
+from core.names import RedisKeys
 from harness.stack import Stack, StackFactory
 from harness.verify import verify
 from tests.integration.helpers import create, hybrid_collection, queue_total, wait_until
@@ -107,7 +109,8 @@ def test_every_process_killed_in_turn_loses_nothing(faulty: Stack) -> None:
         _drained(client, name)
     except AssertionError as exc:  # say what is left, and what the processes said about it
         info = client.get(f"/v1/collections/{name}/queue/info").text
-        raise AssertionError(f"{exc}\nqueue: {info}\n{faulty.log_tails()}") from exc
+        left = redis.Redis.from_url(faulty.redis_url).hgetall(RedisKeys.queue_items(name))
+        raise AssertionError(f"{exc}\nqueue: {info}\nledger: {left}\n{faulty.log_tails()}") from exc
     verdict = verify({}, "", traffic.writes, _all_documents(client, name))
     assert verdict.ok, verdict.summary()
     assert verdict.acknowledged > 100
