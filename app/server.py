@@ -74,6 +74,7 @@ def serve(app: Any, settings: Settings) -> None:
     """Run the api on the shared port until SIGTERM/SIGINT (uvicorn handles both)."""
     config = uvicorn.Config(
         app,
+        loop="uvloop",
         http=header_timeout_protocol(settings.header_timeout_s),
         log_level=settings.log_level,
         access_log=False,

@@ -64,6 +64,7 @@ class Bus:
         self._retry_after_s = retry_after_s
         self._connection: AbstractConnection | None = None
         self._publish_channel: AbstractChannel | None = None
+        self._replies: AbstractChannel | None = None  # RPC answers, unconfirmed
         self._exchanges: dict[str, AbstractExchange] = {}  # declared on the publish channel
         self._reply_queue: AbstractQueue | None = None
         self._specs: dict[str, QueueSpec] = {}
@@ -208,13 +209,16 @@ class Bus:
         return reply.body
 
     async def reply(self, request: AbstractIncomingMessage, result: BaseModel | BraidError) -> None:
-        """Answer an RPC request (no-op when the caller asked for no answer)."""
+        """Answer an RPC request (no-op when the caller asked for no answer), on a channel
+        without publisher confirms: a reply has nobody to tell of a refusal (the caller times
+        out, or fails with its connection), and the confirm cost the broker and the server a
+        frame each per call."""
         if not request.reply_to:
             return
-        channel = await self._channel()
+        channel = await self._reply_channel()
         try:
             await channel.default_exchange.publish(
-                reply_message(request, result), routing_key=request.reply_to
+                reply_message(request, result), routing_key=request.reply_to, mandatory=False
             )
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
@@ -315,7 +319,8 @@ class Bus:
             self._exchanges = {}
             for spec in self._specs.values():
                 await declare(self._publish_channel, spec)
-            self._connection, self._reply_queue, self._ready = connection, None, True
+            self._connection, self._reply_queue, self._replies = connection, None, None
+            self._ready = True
             for subscription in self._subscriptions:
                 if not subscription.cancelled:
                     await self._subscribe(subscription)
@@ -371,6 +376,16 @@ class Bus:
                 raise self._unavailable(exc) from exc
             self._exchanges = {}
         return self._publish_channel
+
+    async def _reply_channel(self) -> AbstractChannel:
+        if not self.is_connected or self._connection is None:
+            raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+        if self._replies is None or self._replies.is_closed:
+            try:
+                self._replies = await self._connection.channel(publisher_confirms=False)
+            except CHANNEL_GONE as exc:
+                raise self._unavailable(exc) from exc
+        return self._replies
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
         if self._reply_queue is None or self._reply_queue.channel.is_closed:

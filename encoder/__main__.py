@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from core.lifecycle import run_until_signalled
+from core.lifecycle import run_process
 from core.settings import load_settings
 from encoder.service import EncoderService
 
@@ -17,7 +16,7 @@ def main() -> None:
         format=f"%(asctime)s encoder-{settings.encoder_index} %(levelname)s %(name)s: %(message)s",
     )
     name = f"encoder {settings.encoder_index}"
-    asyncio.run(run_until_signalled(name, lambda: EncoderService.open(settings)))
+    run_process(name, lambda: EncoderService.open(settings))
 
 
 if __name__ == "__main__":

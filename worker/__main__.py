@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from core.lifecycle import run_until_signalled
+from core.lifecycle import run_process
 from core.settings import load_settings
 from worker.service import WorkerService
 
@@ -16,7 +15,7 @@ def main() -> None:
         level=settings.log_level.upper(),
         format="%(asctime)s worker %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(run_until_signalled("worker", lambda: WorkerService.open(settings)))
+    run_process("worker", lambda: WorkerService.open(settings))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ replica holds the newest write a client was told succeeded.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from redis.asyncio import Redis
 from core.bus import Bus
 from core.catalog import Catalog
 from core.errors import Unavailable
-from core.lifecycle import Periodic, run_until_signalled
+from core.lifecycle import Periodic, run_process
 from core.messages import SearchRequest
 from core.metrics import Recorder
 from core.metrics_publish import MetricsPublisher
@@ -142,11 +141,7 @@ def main() -> None:
         format=f"%(asctime)s searcher-{settings.searcher_index} %(levelname)s %(name)s: "
         "%(message)s",
     )
-    asyncio.run(
-        run_until_signalled(
-            f"searcher-{settings.searcher_index}", lambda: SearcherService.open(settings)
-        )
-    )
+    run_process(f"searcher-{settings.searcher_index}", lambda: SearcherService.open(settings))
 
 
 if __name__ == "__main__":
