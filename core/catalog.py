@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from core.errors import CollectionNotFound
 from core.names import RedisKeys
@@ -19,12 +20,11 @@ class Catalog:
         return CollectionConfig.model_validate_json(raw) if raw else None
 
     async def require(self, name: str) -> CollectionConfig:
-        """The config, or CollectionNotFound ("Configuration not found", 404): the one place
-        that says what a missing collection answers."""
-        config = await self.get(name)
-        if config is None:
-            raise CollectionNotFound()
-        return config
+        return required(await self._redis.hget(RedisKeys.collections(), name))
+
+    def read_with(self, pipe: Pipeline, name: str) -> None:
+        """Queue the config's read on `pipe` (its result: `required` reads it)."""
+        pipe.hget(RedisKeys.collections(), name)
 
     async def exists(self, name: str) -> bool:
         return bool(await self._redis.hexists(RedisKeys.collections(), name))
@@ -40,3 +40,11 @@ class Catalog:
 
     async def remove(self, name: str) -> None:
         await self._redis.hdel(RedisKeys.collections(), name)
+
+
+def required(raw: bytes | str | None) -> CollectionConfig:
+    """A stored config, or CollectionNotFound ("Configuration not found", 404): the one place
+    that says what a missing collection answers."""
+    if not raw:
+        raise CollectionNotFound()
+    return CollectionConfig.model_validate_json(raw)

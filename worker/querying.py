@@ -161,9 +161,13 @@ class Searcher:
         self._joiner = Joiner(store, catalog)
         self._recorder = recorder or Recorder()  # per-stage time (SEARCH_STAGE_SECONDS)
 
-    async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
+    async def search(
+        self, collection: str, query: SearchQuery, config: CollectionConfig | None = None
+    ) -> SearchResponse:
+        """`config`, when the caller read it already, must be the catalog's current one."""
         started = time.perf_counter()
-        config = await self._catalog.require(collection)
+        if config is None:
+            config = await self._catalog.require(collection)
         arms = plan_arms(config, query)
         where = point_filter(
             config, query.metadata_filter, query.document_tags, query.document_tags_match_all

@@ -18,7 +18,7 @@ from typing import cast
 from redis.asyncio import Redis
 
 from core.bus import Bus
-from core.catalog import Catalog
+from core.catalog import Catalog, required
 from core.errors import Unavailable
 from core.lifecycle import Periodic, run_process
 from core.messages import SearchRequest
@@ -64,7 +64,8 @@ class SearcherService:
         recorder = Recorder()
         bus.recorder = recorder
         vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        self._searcher = Searcher(store, vectorizer, Catalog(redis), recorder)
+        self._catalog = Catalog(redis)
+        self._searcher = Searcher(store, vectorizer, self._catalog, recorder)
         self._served = 0
         self._heartbeat = Periodic("searcher heartbeat", HEARTBEAT_S, self._beat)
         node = f"searcher-{settings.searcher_index}"
@@ -108,14 +109,23 @@ class SearcherService:
         await self._redis.aclose()
 
     async def _search(self, request: SearchRequest) -> SearchResponse:
-        if self._replica is not None:
-            visible = Position.parse(await self._redis.get(RedisKeys.replication_visible()))
-            if not await self._replica.caught_up(visible, self._settings.replica_wait_s):
+        if self._replica is None:
+            response = await self._searcher.search(request.collection, request.query)
+        else:
+            # The newest acknowledged position and the collection's config in one round trip.
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.get(RedisKeys.replication_visible())
+            self._catalog.read_with(pipe, request.collection)
+            raw_visible, raw_config = await pipe.execute()
+            if not await self._replica.caught_up(
+                Position.parse(raw_visible), self._settings.replica_wait_s
+            ):
                 raise Unavailable(
                     "this search process is still applying the newest writes; retry",
                     self._settings.retry_after_s,
                 )
-        response = await self._searcher.search(request.collection, request.query)
+            config = required(raw_config)
+            response = await self._searcher.search(request.collection, request.query, config)
         self._served += 1
         return response
 
