@@ -367,32 +367,37 @@ class Bus:
             return
 
     async def _channel(self) -> AbstractChannel:
-        if not self.is_connected or self._connection is None:
-            raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+        """The publish channel, with publisher confirms."""
+        connection = self._live_connection()
         if self._publish_channel is None or self._publish_channel.is_closed:
-            try:
-                self._publish_channel = await self._connection.channel(publisher_confirms=True)
-            except CHANNEL_GONE as exc:
-                raise self._unavailable(exc) from exc
+            self._publish_channel = await self._new_channel(connection, publisher_confirms=True)
             self._exchanges = {}
         return self._publish_channel
 
     async def _reply_channel(self) -> AbstractChannel:
+        connection = self._live_connection()
+        if self._replies is None or self._replies.is_closed:
+            self._replies = await self._new_channel(connection, publisher_confirms=False)
+        return self._replies
+
+    def _live_connection(self) -> AbstractConnection:
         if not self.is_connected or self._connection is None:
             raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
-        if self._replies is None or self._replies.is_closed:
-            try:
-                self._replies = await self._connection.channel(publisher_confirms=False)
-            except CHANNEL_GONE as exc:
-                raise self._unavailable(exc) from exc
-        return self._replies
+        return self._connection
+
+    async def _new_channel(
+        self, connection: AbstractConnection, publisher_confirms: bool
+    ) -> AbstractChannel:
+        try:
+            return await connection.channel(publisher_confirms=publisher_confirms)
+        except CHANNEL_GONE as exc:
+            raise self._unavailable(exc) from exc
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
         if self._reply_queue is None or self._reply_queue.channel.is_closed:
-            if not self.is_connected or self._connection is None:
-                raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+            connection = self._live_connection()
             try:
-                channel = await self._connection.channel()
+                channel = await connection.channel()
                 queue = await channel.declare_queue(exclusive=True, auto_delete=True)
                 await queue.consume(self._on_reply, no_ack=True)
             except CHANNEL_GONE as exc:

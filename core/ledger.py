@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 
 from core.enums import DocumentStatus, OpType
 from core.names import RedisKeys
@@ -94,6 +95,15 @@ class QueuedWrite:
     timestamp: datetime
 
 
+def _item_keys(collection: str, doc_id: str) -> list[str]:
+    """What an item script touches: the items, the document's item set, the counters."""
+    return [
+        RedisKeys.queue_items(collection),
+        RedisKeys.doc_items(collection, doc_id),
+        RedisKeys.queue_counts(collection),
+    ]
+
+
 def to_micros(ts: datetime) -> int:
     return int(ts.timestamp() * 1_000_000)
 
@@ -129,11 +139,7 @@ class Ledger:
                 "info": "",
                 "queued_at": queued_at,
             }
-            keys = [
-                RedisKeys.queue_items(collection),
-                RedisKeys.doc_items(collection, write.doc_id),
-                RedisKeys.queue_counts(collection),
-            ]
+            keys = _item_keys(collection, write.doc_id)
             args = [write.queue_id, json.dumps(item), f"queued_{write.op.value}"]
             await self._enqueue(keys=keys, args=args, client=pipe)
         await pipe.execute()
@@ -147,17 +153,7 @@ class Ledger:
     async def finish(self, collection: str, items: list[tuple[str, str]]) -> int:
         """Remove processed items, given as (queue_id, doc_id), in one round trip; how many
         were still there."""
-        if not items:
-            return 0
-        pipe = self._redis.pipeline(transaction=False)
-        for queue_id, doc_id in items:
-            keys = [
-                RedisKeys.queue_items(collection),
-                RedisKeys.doc_items(collection, doc_id),
-                RedisKeys.queue_counts(collection),
-            ]
-            await self._finish(keys=keys, args=[queue_id], client=pipe)
-        return sum(int(found) for found in await pipe.execute())
+        return await self._each(self._finish, collection, items)
 
     async def reap(self, collection: str, before: float, spare: frozenset[str]) -> int:
         """Forget the items still only `queued` that were recorded before `before` (wall clock),
@@ -173,16 +169,18 @@ class Ledger:
                 and qid not in spare
             ):
                 doomed.append((qid, item["doc_id"]))
-        if not doomed:
+        return await self._each(self._reap, collection, doomed)
+
+    async def _each(
+        self, script: AsyncScript, collection: str, items: list[tuple[str, str]]
+    ) -> int:
+        """Run an item script on each (queue_id, doc_id) in one round trip; how many it hit."""
+        if not items:
             return 0
         pipe = self._redis.pipeline(transaction=False)
-        for qid, doc_id in doomed:
-            keys = [
-                RedisKeys.queue_items(collection),
-                RedisKeys.doc_items(collection, doc_id),
-                RedisKeys.queue_counts(collection),
-            ]
-            await self._reap(keys=keys, args=[qid], client=pipe)
+        for queue_id, doc_id in items:
+            keys = _item_keys(collection, doc_id)
+            await script(keys=keys, args=[queue_id], client=pipe)
         return sum(int(found) for found in await pipe.execute())
 
     async def restate(

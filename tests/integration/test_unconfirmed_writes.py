@@ -32,14 +32,9 @@ RPC_TIMEOUT_S = 25  # what a batch waits for encoders that are down before it is
 
 @pytest.fixture(scope="module")
 def hasty() -> Iterator[Stack]:
-    stack = Stack(
-        {"BRAID_PUBLISH_DEADLINE_S": str(DEADLINE_S), "BRAID_RPC_TIMEOUT_S": str(RPC_TIMEOUT_S)}
-    )
-    try:
-        stack.start()
+    env = {"BRAID_PUBLISH_DEADLINE_S": str(DEADLINE_S), "BRAID_RPC_TIMEOUT_S": str(RPC_TIMEOUT_S)}
+    with Stack(env) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
