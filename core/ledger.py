@@ -157,7 +157,14 @@ class Ledger:
 
     async def reap(self, collection: str, before: float, spare: frozenset[str]) -> int:
         """Forget the items still only `queued` that were recorded before `before` (wall clock),
-        except those in `spare`; how many. Only worker/reaper.py knows when that is safe."""
+        except those in `spare`; how many. Only worker/reaper.py knows when that is safe.
+        The items are scanned only while the counters say some are queued (failed ones stay
+        until a purge, and may be many)."""
+        counts = await self._redis.hmget(
+            RedisKeys.queue_counts(collection), [f"queued_{op.value}" for op in OpType]
+        )
+        if not any(int(count or 0) > 0 for count in counts):
+            return 0
         doomed: list[tuple[str, str]] = []
         async for queue_id, raw in self._redis.hscan_iter(
             RedisKeys.queue_items(collection), count=500
