@@ -20,13 +20,13 @@ import aio_pika
 from aio_pika.abc import (
     AbstractChannel,
     AbstractConnection,
-    AbstractExchange,
     AbstractIncomingMessage,
     AbstractQueue,
 )
 from aiormq.exceptions import AMQPError, DeliveryError
 from pydantic import BaseModel
 
+from core.channels import Channels
 from core.delivery import (
     CHANNEL_GONE,
     ERROR_MESSAGE,
@@ -47,7 +47,7 @@ from core.errors import (
 )
 from core.metrics import RPC_SECONDS, Recorder
 from core.retry import reconnect_delay_s
-from core.subscription import OnMessage, Subscription, declare, declare_fanout, subscribe
+from core.subscription import OnMessage, Subscription, declare, subscribe
 from core.topology import QueueSpec
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,7 @@ class Bus:
         self._url = url
         self._retry_after_s = retry_after_s
         self._connection: AbstractConnection | None = None
-        self._publish_channel: AbstractChannel | None = None
-        self._replies: AbstractChannel | None = None  # RPC answers, unconfirmed
-        self._exchanges: dict[str, AbstractExchange] = {}  # declared on the publish channel
+        self._channels: Channels | None = None  # of the current connection
         self._reply_queue: AbstractQueue | None = None
         self._specs: dict[str, QueueSpec] = {}
         self._subscriptions: list[Subscription] = []
@@ -156,12 +154,9 @@ class Bus:
 
     async def broadcast(self, exchange: str, message: BaseModel) -> None:
         """Publish to a fanout exchange and wait for the broker's confirm (no listener: dropped)."""
-        channel = await self._channel()
         body = aio_pika.Message(message.model_dump_json().encode(), content_type="application/json")
         try:
-            if exchange not in self._exchanges:
-                self._exchanges[exchange] = await declare_fanout(channel, exchange)
-            await self._exchanges[exchange].publish(body, routing_key="")
+            await (await self._live().fanout(exchange)).publish(body, routing_key="")
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 
@@ -209,13 +204,10 @@ class Bus:
         return reply.body
 
     async def reply(self, request: AbstractIncomingMessage, result: BaseModel | BraidError) -> None:
-        """Answer an RPC request (no-op when the caller asked for no answer), on a channel
-        without publisher confirms: a reply has nobody to tell of a refusal (the caller times
-        out, or fails with its connection), and the confirm cost the broker and the server a
-        frame each per call."""
+        """Answer an RPC request (no-op when the caller asked for no answer), unconfirmed."""
         if not request.reply_to:
             return
-        channel = await self._reply_channel()
+        channel = await self._live().replying()
         try:
             await channel.default_exchange.publish(
                 reply_message(request, result), routing_key=request.reply_to, mandatory=False
@@ -315,11 +307,11 @@ class Bus:
         """Connect, declare what was declared, consume what was consumed (under the lock)."""
         connection = await aio_pika.connect(self._url, timeout=10)
         try:
-            self._publish_channel = await connection.channel(publisher_confirms=True)
-            self._exchanges = {}
+            channels = Channels(connection, self._retry_after_s)
+            publishing = await channels.publishing()
             for spec in self._specs.values():
-                await declare(self._publish_channel, spec)
-            self._connection, self._reply_queue, self._replies = connection, None, None
+                await declare(publishing, spec)
+            self._connection, self._channels, self._reply_queue = connection, channels, None
             self._ready = True
             for subscription in self._subscriptions:
                 if not subscription.cancelled:
@@ -368,36 +360,19 @@ class Bus:
 
     async def _channel(self) -> AbstractChannel:
         """The publish channel, with publisher confirms."""
-        connection = self._live_connection()
-        if self._publish_channel is None or self._publish_channel.is_closed:
-            self._publish_channel = await self._new_channel(connection, publisher_confirms=True)
-            self._exchanges = {}
-        return self._publish_channel
+        return await self._live().publishing()
 
-    async def _reply_channel(self) -> AbstractChannel:
-        connection = self._live_connection()
-        if self._replies is None or self._replies.is_closed:
-            self._replies = await self._new_channel(connection, publisher_confirms=False)
-        return self._replies
-
-    def _live_connection(self) -> AbstractConnection:
-        if not self.is_connected or self._connection is None:
+    def _live(self) -> Channels:
+        if not self.is_connected or self._channels is None:
             raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
-        return self._connection
-
-    async def _new_channel(
-        self, connection: AbstractConnection, publisher_confirms: bool
-    ) -> AbstractChannel:
-        try:
-            return await connection.channel(publisher_confirms=publisher_confirms)
-        except CHANNEL_GONE as exc:
-            raise self._unavailable(exc) from exc
+        return self._channels
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
         if self._reply_queue is None or self._reply_queue.channel.is_closed:
-            connection = self._live_connection()
+            if not self.is_connected or self._connection is None:
+                raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
             try:
-                channel = await connection.channel()
+                channel = await self._connection.channel()
                 queue = await channel.declare_queue(exclusive=True, auto_delete=True)
                 await queue.consume(self._on_reply, no_ack=True)
             except CHANNEL_GONE as exc:
