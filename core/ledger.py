@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
 
 from core.enums import DocumentStatus, OpType
 from core.names import RedisKeys
@@ -113,13 +112,14 @@ def new_queue_id() -> str:
 
 
 class Ledger:
+    """Scripts in a pipeline go as EVAL with their text: the client replays a pipeline on a new
+    connection after Redis restarts, and an EVALSHA there finds the script cache empty (a 500).
+    A script called alone reloads itself (redis-py), so those stay registered."""
+
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
-        self._enqueue = redis.register_script(_ENQUEUE)
-        self._finish = redis.register_script(_FINISH)
         self._restate = redis.register_script(_RESTATE)
         self._max_tombstone = redis.register_script(_MAX_TOMBSTONE)
-        self._reap = redis.register_script(_REAP)
 
     async def enqueue(self, collection: str, items: list[QueuedWrite]) -> None:
         """Record writes about to be published, in one round trip, with the wall-clock time
@@ -141,7 +141,7 @@ class Ledger:
             }
             keys = _item_keys(collection, write.doc_id)
             args = [write.queue_id, json.dumps(item), f"queued_{write.op.value}"]
-            await self._enqueue(keys=keys, args=args, client=pipe)
+            pipe.eval(_ENQUEUE, len(keys), *keys, *args)
         await pipe.execute()
 
     async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -153,7 +153,7 @@ class Ledger:
     async def finish(self, collection: str, items: list[tuple[str, str]]) -> int:
         """Remove processed items, given as (queue_id, doc_id), in one round trip; how many
         were still there."""
-        return await self._each(self._finish, collection, items)
+        return await self._each(_FINISH, collection, items)
 
     async def reap(self, collection: str, before: float, spare: frozenset[str]) -> int:
         """Forget the items still only `queued` that were recorded before `before` (wall clock),
@@ -176,18 +176,16 @@ class Ledger:
                 and qid not in spare
             ):
                 doomed.append((qid, item["doc_id"]))
-        return await self._each(self._reap, collection, doomed)
+        return await self._each(_REAP, collection, doomed)
 
-    async def _each(
-        self, script: AsyncScript, collection: str, items: list[tuple[str, str]]
-    ) -> int:
+    async def _each(self, script: str, collection: str, items: list[tuple[str, str]]) -> int:
         """Run an item script on each (queue_id, doc_id) in one round trip; how many it hit."""
         if not items:
             return 0
         pipe = self._redis.pipeline(transaction=False)
         for queue_id, doc_id in items:
             keys = _item_keys(collection, doc_id)
-            await script(keys=keys, args=[queue_id], client=pipe)
+            pipe.eval(script, len(keys), *keys, queue_id)
         return sum(int(found) for found in await pipe.execute())
 
     async def restate(
