@@ -2,15 +2,19 @@
 
 The page loads without a console error, charts the traffic it is shown, searches from its
 playground, asks for a key when the API wants one, and says "stale" once the API stops
-answering. The tests also write the screenshots in docs/dashboard/ (overwritten each run).
+answering. The tests also take the README's screenshots: into docs/dashboard/ when
+BRAID_REFRESH_SCREENSHOTS=1, else under the temp folder (a plain test run leaves the tree clean).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import tempfile
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,7 +26,11 @@ from harness.stack import REPO_ROOT, Stack, StackFactory
 from tests.integration.helpers import create, doc, hybrid_collection, publish_raw_upserts
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (docker/install.sh); nothing is downloaded
-SHOTS = REPO_ROOT / "docs" / "dashboard"
+SHOTS = (
+    REPO_ROOT / "docs" / "dashboard"
+    if os.environ.get("BRAID_REFRESH_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "braid-dashboard-shots"
+)
 COLLECTION = "dashboard_demo"
 # Generous: the page refreshes every 5 s, and a loaded 2-core machine may be slow to draw.
 WAIT_MS = 90_000
