@@ -34,8 +34,17 @@ class Fused:
     arm_scores: dict[int, tuple[float, int]] = field(default_factory=dict)  # arm -> (raw, rank)
 
 
-def fuse(hits: list[list[ArmHit]], retrievers: list[Retriever], mode: FusionMode) -> list[Fused]:
-    """Best first; ties by the larger sum of raw arm scores, then by id."""
+def fuse(
+    hits: list[list[ArmHit]],
+    retrievers: list[Retriever],
+    mode: FusionMode,
+    pool: int | None = None,
+) -> list[Fused]:
+    """Best first; ties by the larger sum of raw arm scores, then by id.
+
+    `pool`: the hits are each arm's scores over a pool of that many documents (Braid's default
+    fusion), so a pool document missing from a retriever's list scored 0 there, and linear
+    fusion's min-max reaches down to 0 (Amgix's linear spans only the list's own scores)."""
     fused: dict[str, Fused] = {}
     for arm, arm_hits in enumerate(hits):
         for rank, hit in enumerate(arm_hits, start=1):
@@ -44,7 +53,8 @@ def fuse(hits: list[list[ArmHit]], retrievers: list[Retriever], mode: FusionMode
             entry.raw_sum += hit.score
     for retriever in retrievers:
         ranking = _ranking(hits, retriever)
-        normalise = _min_max(ranking) if mode is FusionMode.LINEAR else None
+        floor = 0.0 if pool is not None and len(ranking) < pool else None
+        normalise = _min_max(ranking, floor) if mode is FusionMode.LINEAR else None
         for rank, (doc_id, score) in enumerate(ranking, start=1):
             entry = fused[doc_id]
             if normalise is None:
@@ -66,10 +76,12 @@ def _ranking(hits: list[list[ArmHit]], retriever: Retriever) -> list[tuple[str, 
     return sorted(summed.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _min_max(ranking: list[tuple[str, float]]) -> Callable[[float], float]:
+def _min_max(ranking: list[tuple[str, float]], floor: float | None) -> Callable[[float], float]:
     if not ranking:
         return lambda score: 0.0
     low = min(score for _, score in ranking)
+    if floor is not None:
+        low = min(low, floor)
     high = max(score for _, score in ranking)
     if high == low:
         return lambda score: 1.0

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.catalog import Catalog
-from core.enums import IndexField, VectorType
+from core.enums import FusionMode, IndexField, VectorType
 from core.errors import InvalidInput
 from core.metrics import SEARCH_STAGE_SECONDS, Recorder
 from core.schemas.collection import CollectionConfig
@@ -21,7 +21,7 @@ from worker.fusion import Fused, Retriever, fuse
 from worker.joining import Joiner, join_specs
 from worker.payload import public_document
 from worker.slots import Slot, slots
-from worker.store.protocol import ArmQuery, PointFilter, Store, StoredPoint
+from worker.store.protocol import ArmHit, ArmQuery, PointFilter, Store, StoredPoint
 from worker.vectorizer import Vectorizer, custom_query_vector
 
 FACET_MIN_WINDOW = 50
@@ -247,14 +247,35 @@ class Searcher:
         requests = [
             ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
         ]
+        retrievers = plan_retrievers(arms)
         started = time.perf_counter()
         hits = await self._store.query_arms(collection, requests)
+        exhausted = all(len(h) < window for h in hits)
+        mode, pool = query.fusion_mode, None
+        if mode is None:  # Braid's default: linear over the whole pool
+            mode = FusionMode.LINEAR
+            if len(retrievers) > 1:
+                hits, pool = await self._over_pool(collection, requests, hits)
         queried = time.perf_counter()
-        ranked = fuse(hits, plan_retrievers(arms), query.fusion_mode)
+        ranked = fuse(hits, retrievers, mode, pool)
         if query.score_threshold is not None:
             ranked = [f for f in ranked if f.score >= query.score_threshold]
-        exhausted = all(len(h) < window for h in hits)
         return _Round(ranked, exhausted, queried - started, time.perf_counter() - queried)
+
+    async def _over_pool(
+        self, collection: str, requests: list[ArmQuery], hits: list[list[ArmHit]]
+    ) -> tuple[list[list[ArmHit]], int]:
+        """Every arm's hits among the pool (the documents any arm found) and the pool's size,
+        from a second batch restricted to it: a candidate that one retriever's window missed is
+        scored by that retriever, not counted absent (docs/relevance.md, fusion over the pool)."""
+        pool = tuple(dict.fromkeys(hit.doc_id for arm_hits in hits for hit in arm_hits))
+        if not pool:
+            return hits, 0
+        within = [
+            replace(r, limit=len(pool), filter=replace(r.filter or PointFilter(), doc_ids=pool))
+            for r in requests
+        ]
+        return await self._store.query_arms(collection, within), len(pool)
 
     def _stage(self, stage: str, seconds: float) -> None:
         self._recorder.observe(SEARCH_STAGE_SECONDS, seconds, stage=stage)

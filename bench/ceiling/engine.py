@@ -57,7 +57,10 @@ def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
             raise ValueError(f"{arm.slot.name}: the ceiling measures lexical arms only")
         vector = query_vector(query.query, arm.slot.lexical_params(), arm.trigram_weight)
         requests.append(ArmQuery(arm.slot.name, vector, window, where))
-    return Planned(requests, plan_retrievers(arms), query.fusion_mode, query.limit)
+    retrievers = plan_retrievers(arms)
+    if query.fusion_mode is None and len(retrievers) > 1:
+        raise ValueError("the ceiling measures one retriever (the default's pool pass not built)")
+    return Planned(requests, retrievers, query.fusion_mode or FusionMode.LINEAR, query.limit)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ ARM_SETS: dict[str, dict[str, Any]] = {
     "keyword (name + content)": {"vector_options": [{"vector_name": "keyword"}]},
     "keyword, content only": {"vector_options": [{"vector_name": "keyword", "field": "content"}]},
     "dense": {"vector_options": [{"vector_name": "dense"}]},
-    "**default hybrid** (no options: linear)": {},
+    "**default hybrid** (no options: linear over the pool)": {},
+    "hybrid, `fusion_mode: linear` (Amgix's linear)": {"fusion_mode": "linear"},
     "hybrid, `fusion_mode: rrf` (what amgix-client sends)": {"fusion_mode": "rrf"},
     "one arm per vector and field, rrf (the old default)": {
         "vector_options": PER_ARM,
@@ -85,12 +86,14 @@ async def measure(stack: Stack, data: beir.RelevanceSet, report: Report) -> None
         rows = []
         for label, options in ARM_SETS.items():
             say(f"scifact: {label}")
-            runs, _ = await braid.search_all("scifact", data.queries, {**options, **EXCLUDE}, 10)
-            deep, _ = await braid.search_all("scifact", data.queries, {**options, **EXCLUDE}, 100)
-            rows.append([label, *quality(runs, deep, data)])
+            body = {**options, **EXCLUDE}
+            runs, spent = await braid.search_all("scifact", data.queries, body, 10)
+            deep, _ = await braid.search_all("scifact", data.queries, body, 100)
+            cpu_ms = f"{spent.cpu_s / n_queries * 1000:.2f}"
+            rows.append([label, *quality(runs, deep, data), cpu_ms])
     report.text(f"Braid ({n_docs:,} documents, {n_queries} queries; README's default collection):")
     report.text()
-    report.table(["arms", "nDCG@10", "recall@100"], rows)
+    report.table(["arms", "nDCG@10", "recall@100", "query CPU-ms/query (limit 10)"], rows)
     report.text(
         f"Bulk ingest of the default collection (keyword + dense): {hybrid_ingest.seconds:.0f} s, "
         f"{n_docs / hybrid_ingest.seconds:.1f} docs/s."

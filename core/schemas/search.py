@@ -66,9 +66,11 @@ class SearchQuery(WireModel):
     facets: StrictBool = False
     facet_options: FacetOptions | None = None
     raw_scores: StrictBool = False
-    # Linear by default: min-max over each retriever's candidates ranks better than RRF's
-    # ranks (docs/relevance.md); an explicit `rrf` is Amgix's weighted RRF.
-    fusion_mode: FusionMode = FusionMode.LINEAR
+    # None is Braid's default: linear (min-max) fusion over the whole candidate pool, each
+    # retriever scoring every candidate, which ranks better than RRF's ranks or Amgix's linear
+    # over each retriever's own list (docs/relevance.md). An explicit `rrf` or `linear` is
+    # Amgix's.
+    fusion_mode: FusionMode | None = None
 
     @field_validator("query")
     @classmethod

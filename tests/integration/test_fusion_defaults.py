@@ -1,15 +1,17 @@
 """Search defaults that rank (docs/relevance.md): with no vector_options, a vector over several
 fields is one retriever summing its fields' raw scores with field weights, normalised by linear
-(min-max) fusion; an option naming a vector without a field is the same one retriever."""
+(min-max) fusion; an option naming a vector without a field is the same one retriever; with no
+fusion_mode, each retriever scores the whole candidate pool before min-max."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.helpers import create, doc
+from tests.integration.helpers import create, doc, doc_count, queue_total, wait_until
 
 
 def test_default_search_is_one_retriever_per_vector_normalised_linearly(
@@ -61,3 +63,57 @@ def test_default_search_is_one_retriever_per_vector_normalised_linearly(
     )
     assert response.status_code == 200, response.text
     assert response.json()["results"][0]["score"] == pytest.approx(2.0)
+
+
+def test_default_fusion_scores_every_candidate_in_every_retriever(client: httpx.Client) -> None:
+    # Two retrievers: "body" over content, "title" over name. 120 short documents say "apple"
+    # in their body, so the target, whose long body says it once, is outside body's 100-candidate
+    # window; its name and five others' say "banana", so title brings it into the pool.
+    name = f"pool{uuid.uuid4().hex[:8]}"
+    vectors = [
+        {"name": "body", "type": "full_text", "index_fields": ["content"]},
+        {"name": "title", "type": "full_text", "index_fields": ["name"]},
+    ]
+    create(client, name, {"vectors": vectors})
+    filler = " ".join(f"word{i}" for i in range(40))
+    documents = [doc(f"fill-{i:03d}", "apple apple apple", name="fill") for i in range(120)]
+    documents += [doc(f"b-{i}", "cherry", name="banana") for i in range(5)]
+    documents.append(doc("zz-target", f"apple {filler}", name="banana"))
+    for start in range(0, len(documents), 100):
+        bulk = {"documents": documents[start : start + 100]}
+        response = client.post(f"/v1/collections/{name}/documents/bulk", json=bulk)
+        assert response.status_code == 200, response.text
+    wait_until(lambda: doc_count(client, name) == len(documents) and queue_total(client, name) == 0)
+    body = {
+        "query": "apple banana",
+        "raw_scores": True,
+        "limit": 20,
+        "vector_options": [
+            {"vector_name": "body", "weight": 1.0},
+            {"vector_name": "title", "weight": 3.0},
+        ],
+    }
+
+    def ranked(**options: str) -> list[dict[str, Any]]:
+        response = client.post(f"/v1/collections/{name}/search", json={**body, **options})
+        assert response.status_code == 200, response.text
+        results: list[dict[str, Any]] = response.json()["results"]
+        return results
+
+    # The default: body scores the target too (above 0, the score of the "cherry" documents it
+    # does not match), so it leads the title ties.
+    results = ranked()
+    target = results[0]
+    assert target["id"] == "zz-target", [hit["id"] for hit in results]
+    scores = {s["vector"]: s["score"] for s in target["vector_scores"]}
+    assert scores.keys() == {"body", "title"} and scores["body"] > 0
+    assert target["score"] > 3.0
+
+    # Amgix's linear: body's own list misses the target, which ties the "banana" documents on
+    # title alone and comes after them by id.
+    results = ranked(fusion_mode="linear")
+    ids = [hit["id"] for hit in results]
+    assert ids.index("zz-target") > max(ids.index(f"b-{i}") for i in range(5)), ids
+    target = results[ids.index("zz-target")]
+    assert [s["vector"] for s in target["vector_scores"]] == ["title"]
+    assert target["score"] == pytest.approx(3.0)

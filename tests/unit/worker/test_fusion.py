@@ -77,3 +77,13 @@ def test_a_summed_retriever_keeps_each_arms_raw_score_and_rank() -> None:
     fused = fuse(arms, [Retriever((0, 1), 1.0, (0.4, 1.0))], FusionMode.LINEAR)
     entry = next(f for f in fused if f.doc_id == "a")
     assert entry.arm_scores == {0: (3.0, 1), 1: (1.0, 2)}
+
+
+def test_over_a_pool_a_document_missing_from_a_list_scored_zero_there() -> None:
+    # Three pool documents; the first arm's list misses c (no shared term), so its min-max runs
+    # from 0, not from b's 2.0; the second arm scored all three and keeps its own range.
+    arms = [hits(("a", 4.0), ("b", 2.0)), hits(("c", 3.0), ("a", 2.0), ("b", 1.0))]
+    pooled = {f.doc_id: f.score for f in fuse(arms, one_per_arm([1.0, 1.0]), FusionMode.LINEAR, 3)}
+    assert pooled == pytest.approx({"a": 1.0 + 0.5, "b": 0.5 + 0.0, "c": 0.0 + 1.0})
+    listed = {f.doc_id: f.score for f in fuse(arms, one_per_arm([1.0, 1.0]), FusionMode.LINEAR)}
+    assert listed == pytest.approx({"a": 1.5, "b": 0.0, "c": 1.0})
