@@ -29,7 +29,7 @@ from worker.fusion import Retriever, fuse
 from worker.querying import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
-from worker.store.ids import point_id
+from worker.store.ids import DOC_ID_KEY, point_id
 from worker.store.protocol import ArmQuery, CollectionSchema
 
 
@@ -81,7 +81,10 @@ def compile_all(
     out = []
     for search in searches:
         batch = convert.to_batch(search.arms, schema, size >= convert.INDEX_IDF_FROM)
-        hits = [[convert.to_hit(p) for p in points] for points in engine.query_batch(batch)]
+        results = engine.query_batch(batch)
+        _, unknown = convert.to_hits(results)
+        convert.learn(engine.retrieve(unknown, [DOC_ID_KEY]))
+        hits, _ = convert.to_hits(results)
         top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
         points: list[int | UUID | str] = [point_id(doc) for doc in top]
         out.append(Compiled(batch, points, top))

@@ -284,6 +284,26 @@ async def test_edge_data_survives_close_and_reopen(store_root: Path) -> None:
         await again.close()
 
 
+async def test_edge_hits_of_points_another_process_wrote_carry_their_document_ids(
+    store_root: Path,
+) -> None:
+    # Queries read no payloads: a hit's document id is one this process wrote or has met. A
+    # reopened store wrote nothing, so it must learn the ids of what it finds.
+    first = await EdgeStore.open(store_root)
+    await first.create_collection(COLLECTION, SCHEMA)
+    await first.upsert(
+        COLLECTION, [point(d, v) for d, v in (("x:1", [1.0, 0, 0, 0]), ("é", [0, 1.0, 0, 0]))]
+    )
+    await first.close()
+    again = await EdgeStore.open(store_root)
+    try:
+        for _ in range(2):  # learnt, then known
+            [hits] = await again.query_arms(COLLECTION, [ArmQuery("dense", [1.0, 0.5, 0, 0], 5)])
+            assert ids(hits) == ["x:1", "é"]
+    finally:
+        await again.close()
+
+
 async def test_edge_second_open_raises_store_locked_while_first_is_open(store_root: Path) -> None:
     first = await EdgeStore.open(store_root)
     with pytest.raises(StoreLocked, match="another worker owns .* BRAID_QDRANT_URL"):

@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from core.filters import AllOf, AnyOf, Condition, Expr, FilterOp, Negation
-from worker.store.ids import point_id
 from worker.store.protocol import CollectionSchema, PointFilter, StoreError
 
 C = TypeVar("C")
@@ -45,7 +44,7 @@ class FilterParts(Protocol[C]):
     def is_empty(self, key: str) -> C:
         """The key is missing, null or an empty list."""
 
-    def has_id(self, ids: list[str]) -> C: ...
+    def has_documents(self, doc_ids: list[str]) -> C: ...
 
 
 def metadata_path(key: str) -> str:
@@ -71,7 +70,7 @@ def build_filter(point_filter: PointFilter | None, parts: FilterParts[C]) -> C |
         else:
             must.append(parts.match_any(TAGS, list(point_filter.tags)))
     if point_filter.doc_ids is not None:
-        must.append(parts.has_id([point_id(d) for d in point_filter.doc_ids]))
+        must.append(parts.has_documents(list(point_filter.doc_ids)))
     return parts.combine(must, [], []) if must else None
 
 
@@ -135,4 +134,4 @@ def _one_of(key: str, values: tuple[Any, ...], parts: FilterParts[C]) -> C:
 
 def _nothing(parts: FilterParts[C]) -> C:
     """A condition no point meets: an empty choice matches nothing."""
-    return parts.has_id([])
+    return parts.has_documents([])

@@ -20,7 +20,7 @@ from worker.store import edge_optimize as optimizer
 from worker.store import heap
 from worker.store.edge_convert import INDEX_IDF_FROM
 from worker.store.gate import Gate
-from worker.store.ids import point_id, stored_payload
+from worker.store.ids import DOC_ID_KEY, point_id, stored_payload
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
@@ -207,7 +207,12 @@ class EdgeStore:
         shard = self._shard(name)
         batch = convert.to_batch(arms, shard.schema, shard.base >= self._index_idf_from)
         results = await self._use(name, lambda e: e.query_batch(batch))
-        return [[convert.to_hit(p) for p in points] for points in results]
+        hits, unknown = convert.to_hits(results)
+        if unknown:  # points this process has not written or met: read their ids once
+            records = await self._use(name, lambda e: e.retrieve(unknown, [DOC_ID_KEY], False))
+            convert.learn(records)
+            hits, _ = convert.to_hits(results)
+        return hits
 
     async def empty(self, name: str) -> None:
         """Drop the shard and make a fresh one with the same schema (IDF statistics reset too)."""

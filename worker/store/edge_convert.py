@@ -10,7 +10,7 @@ import qdrant_edge as qe
 
 from core.vectors import SparseVector
 from worker.store.conditions import build_filter
-from worker.store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
+from worker.store.ids import DOC_ID_KEY, DocIds, split_payload, stored_payload
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
@@ -21,10 +21,13 @@ from worker.store.protocol import (
     VectorValue,
 )
 
+# This process's point ids and document ids, both ways: queries read no payloads (`to_hits`).
+_IDS = DocIds()
+
 
 def to_point(point: PointWrite) -> qe.Point:
     vectors = {slot: to_edge_vector(v) for slot, v in point.vectors.items()}
-    return qe.Point(point_id(point.doc_id), vectors, stored_payload(point.doc_id, point.payload))
+    return qe.Point(_IDS.point(point.doc_id), vectors, stored_payload(point.doc_id, point.payload))
 
 
 def to_edge_vector(value: VectorValue) -> Any:
@@ -70,12 +73,17 @@ def to_batch(arms: list[ArmQuery], schema: CollectionSchema, large: bool) -> qe.
     statistics when the shard is large (INDEX_IDF_FROM points or more), else over live points."""
     mode = Idf.INDEX if large else Idf.LIVE
     idf_slots = {slot.name for slot in schema.sparse if slot.idf}
+    filters = {id(f): to_filter(f) for f in {id(a.filter): a.filter for a in arms}.values()}
     return qe.QueryBatchRequest(
-        [to_request(arm, mode if arm.slot in idf_slots else Idf.NONE) for arm in arms]
+        [
+            to_request(arm, mode if arm.slot in idf_slots else Idf.NONE, filters[id(arm.filter)])
+            for arm in arms
+        ]
     )
 
 
-def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
+def to_request(arm: ArmQuery, idf: Idf, filter_: qe.Filter | None) -> qe.QueryRequest:
+    """`filter_`: arm.filter converted (`to_batch` converts a filter its arms share once)."""
     query = qe.Query.Nearest(to_edge_vector(arm.vector), using=arm.slot)
     params = None
     if idf is Idf.LIVE:
@@ -85,14 +93,35 @@ def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
     return qe.QueryRequest(
         limit=arm.limit,
         query=query,
-        filter=to_filter(arm.filter),
-        with_payload=[DOC_ID_KEY],
+        filter=filter_,
+        with_payload=False,  # the hits' document ids come from DocIds (`to_hits`)
         params=params,
     )
 
 
-def to_hit(point: qe.ScoredPoint) -> ArmHit:
-    return ArmHit(doc_id=str((point.payload or {})[DOC_ID_KEY]), score=point.score)
+def to_hits(results: list[list[qe.ScoredPoint]]) -> tuple[list[list[ArmHit]], list[Any]]:
+    """Each arm's hits, and the point ids of those left out because this process has not met
+    their document id: read those with their DOC_ID_KEY payload, `learn` them, and convert again
+    (a point deleted meanwhile stays out)."""
+    doc_of = _IDS.docs.get
+    arms: list[list[ArmHit]] = []
+    unknown = []
+    for points in results:
+        hits = []
+        for point in points:
+            key = point.id  # the binding builds a new UUID at every read
+            doc_id = doc_of(key)
+            if doc_id is None:
+                unknown.append(key)
+            else:
+                hits.append(ArmHit(doc_id, point.score))
+        arms.append(hits)
+    return arms, unknown
+
+
+def learn(records: list[qe.Record]) -> None:
+    for record in records:
+        _IDS.learn(record.id, str((record.payload or {})[DOC_ID_KEY]))
 
 
 class _EdgeParts:
@@ -119,8 +148,8 @@ class _EdgeParts:
     def is_empty(self, key: str) -> Any:
         return qe.IsEmptyCondition(key)
 
-    def has_id(self, ids: list[str]) -> Any:
-        return qe.HasIdCondition(set(ids))
+    def has_documents(self, doc_ids: list[str]) -> Any:
+        return qe.HasIdCondition({_IDS.point(d) for d in doc_ids})
 
 
 _PARTS = _EdgeParts()

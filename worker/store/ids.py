@@ -26,3 +26,33 @@ def split_payload(stored: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """(document id, caller's payload) from a stored payload."""
     payload = dict(stored or {})
     return str(payload.pop(DOC_ID_KEY)), payload
+
+
+class DocIds:
+    """Point ids and document ids, both ways, for the points this process has met: point_id is a
+    one-way hash (uuid5), slow in Python, and reading a hit's payload to learn its document id
+    cost the engine more than the search itself (docs/architecture.md, Store). An entry is never
+    wrong, the hash being fixed, only perhaps of a point since deleted, which no query returns.
+    An entry takes ~250 bytes; past `limit` entries (~60 MB) it starts over and learns again,
+    so a larger collection's queries read some ids as they all did before."""
+
+    def __init__(self, limit: int = 250_000) -> None:
+        self.docs: dict[object, str] = {}  # by the UUID the engine gives; read it directly
+        self._points: dict[str, uuid.UUID] = {}
+        self._limit = limit
+
+    def point(self, doc_id: str) -> uuid.UUID:
+        """The point id of `doc_id` (point_id's, as a UUID), remembered."""
+        point = self._points.get(doc_id)
+        if point is None:
+            point = uuid.uuid5(_NAMESPACE, doc_id)
+            self.learn(point, doc_id)
+        return point
+
+    def learn(self, point: object, doc_id: str) -> None:
+        if len(self.docs) >= self._limit:
+            self.docs.clear()
+            self._points.clear()
+        known = point if isinstance(point, uuid.UUID) else uuid.UUID(str(point))
+        self.docs[known] = doc_id
+        self._points[doc_id] = known

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from core.enums import DenseDistance
 from core.errors import CollectionNotFound
@@ -93,8 +93,7 @@ class ArmQuery:
     filter: PointFilter | None = None
 
 
-@dataclass(frozen=True)
-class ArmHit:
+class ArmHit(NamedTuple):  # a tuple: a search makes hundreds
     doc_id: str
     score: float
 

@@ -280,8 +280,8 @@ class _ClientParts:
     def is_empty(self, key: str) -> models.IsEmptyCondition:
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
 
-    def has_id(self, ids: list[str]) -> models.HasIdCondition:
-        return models.HasIdCondition(has_id=list(ids))
+    def has_documents(self, doc_ids: list[str]) -> models.HasIdCondition:
+        return models.HasIdCondition(has_id=[point_id(d) for d in doc_ids])
 
 
 _PARTS = _ClientParts()
