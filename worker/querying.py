@@ -34,6 +34,9 @@ MAX_WINDOW = 10_000  # candidates per arm, however many group refetches ask for
 # docs/relevance.md.
 FIELD_WEIGHTS = {IndexField.NAME: 0.4, IndexField.DESCRIPTION: 0.7, IndexField.CONTENT: 1.0}
 DEFAULT_WINDOW = 100
+# The default fusion scores the whole pool in every retriever: 50 candidates per arm rank as well
+# there as 100 did (docs/relevance.md) and halve the pool.
+POOL_WINDOW = 50
 
 
 @dataclass(frozen=True)
@@ -49,12 +52,12 @@ def arm_limit(limit: int) -> int:
     return max(5, math.floor(1.5 * limit))
 
 
-def candidate_window(query: SearchQuery, arms: int) -> int:
+def candidate_window(query: SearchQuery, arms: int, pooled: bool = False) -> int:
     """Candidates per arm: more when facets count the pool (API.md §5, FacetOptions), and at
-    least DEFAULT_WINDOW when several arms are fused."""
+    least DEFAULT_WINDOW when several arms are fused (POOL_WINDOW when fused `pooled`)."""
     window = arm_limit(query.limit)
     if arms > 1:
-        window = max(window, DEFAULT_WINDOW)
+        window = max(window, POOL_WINDOW if pooled else DEFAULT_WINDOW)
     if query.facets:
         multiplier = query.facet_options.prefetch_multiplier if query.facet_options else 2
         window = max(window, FACET_MIN_WINDOW, query.limit * multiplier)
@@ -204,12 +207,17 @@ class Searcher:
         vectors = await asyncio.gather(*(self._query_vector(a, query.query) for a in arms))
         embedded = time.perf_counter()
         self._stage("query_embedding", embedded - started)
-        window = candidate_window(query, len(arms))
+        retrievers = plan_retrievers(arms)
+        pooled = query.fusion_mode is None and len(retrievers) > 1  # Braid's default fusion
+        window = candidate_window(query, len(arms), pooled)
         rounds = query.group_max_fetches if query.group_field else 1
         payloads: dict[str, StoredPoint] = {}
         engine_s = fusion_s = 0.0
         for fetch in range(rounds):
-            found = await self._round(collection, arms, vectors, where, window, query)
+            requests = [
+                ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
+            ]
+            found = await self._round(collection, requests, retrievers, pooled, query)
             engine_s, fusion_s = engine_s + found.engine_s, fusion_s + found.fusion_s
             need = [f.doc_id for f in found.ranked if f.doc_id not in payloads]
             if query.group_field or query.facets:
@@ -238,26 +246,19 @@ class Searcher:
     async def _round(
         self,
         collection: str,
-        arms: list[Arm],
-        vectors: list[Any],
-        where: PointFilter | None,
-        window: int,
+        requests: list[ArmQuery],
+        retrievers: list[Retriever],
+        pooled: bool,
         query: SearchQuery,
     ) -> _Round:
-        requests = [
-            ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
-        ]
-        retrievers = plan_retrievers(arms)
         started = time.perf_counter()
         hits = await self._store.query_arms(collection, requests)
-        exhausted = all(len(h) < window for h in hits)
-        mode, pool = query.fusion_mode, None
-        if mode is None:  # Braid's default: linear over the whole pool
-            mode = FusionMode.LINEAR
-            if len(retrievers) > 1:
-                hits, pool = await self._over_pool(collection, requests, hits)
+        exhausted = all(len(h) < r.limit for h, r in zip(hits, requests, strict=True))
+        pool = None
+        if pooled:
+            hits, pool = await self._over_pool(collection, requests, hits)
         queried = time.perf_counter()
-        ranked = fuse(hits, retrievers, mode, pool)
+        ranked = fuse(hits, retrievers, query.fusion_mode or FusionMode.LINEAR, pool)
         if query.score_threshold is not None:
             ranked = [f for f in ranked if f.score >= query.score_threshold]
         return _Round(ranked, exhausted, queried - started, time.perf_counter() - queried)
@@ -271,10 +272,9 @@ class Searcher:
         pool = tuple(dict.fromkeys(hit.doc_id for arm_hits in hits for hit in arm_hits))
         if not pool:
             return hits, 0
-        within = [
-            replace(r, limit=len(pool), filter=replace(r.filter or PointFilter(), doc_ids=pool))
-            for r in requests
-        ]
+        # Every arm has the search's filter: one filter object, which the store converts once.
+        scoped = replace(requests[0].filter or PointFilter(), doc_ids=pool)
+        within = [replace(r, limit=len(pool), filter=scoped) for r in requests]
         return await self._store.query_arms(collection, within), len(pool)
 
     def _stage(self, stage: str, seconds: float) -> None:

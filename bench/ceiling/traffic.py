@@ -63,10 +63,10 @@ async def prepare(stack: Stack, documents: int, say: Say) -> CollectionConfig:
         return CollectionConfig.model_validate(response.json())
 
 
-async def settle(store: Path, say: Say) -> None:
+async def settle(store: Path, say: Say, collection: str = workload.COLLECTION) -> None:
     """Wait until the worker has no optimize under way (its child process would be counted in
     the worker's CPU): the optimized copy's folder is there exactly while one runs."""
-    copy = store / f"{OPTIMIZING}{workload.COLLECTION}"
+    copy = store / f"{OPTIMIZING}{collection}"
     deadline = time.monotonic() + SETTLE_LIMIT_S
     quiet, told = 0, False
     while quiet < QUIET_CHECKS and time.monotonic() < deadline:

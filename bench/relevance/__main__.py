@@ -77,12 +77,14 @@ async def measure(stack: Stack, data: beir.RelevanceSet, report: Report) -> None
             await braid.create(name, vectors)
             say(f"{name}: bulk-loading {n_docs:,} documents")
             ingest = await braid.ingest(name, data)
+            await braid.settle(name, data.queries)
             runs, search = await braid.search_all(name, data.queries, EXCLUDE, 10)
             deep, _ = await braid.search_all(name, data.queries, EXCLUDE, 100)
             costs.append((name, ingest, search, quality(runs, deep, data)))
         await braid.create("scifact", service.DEFAULT_VECTORS)
         say(f"scifact: bulk-loading {n_docs:,} documents with the dense model")
         hybrid_ingest = await braid.ingest("scifact", data)
+        await braid.settle("scifact", data.queries)
         rows = []
         for label, options in ARM_SETS.items():
             say(f"scifact: {label}")

@@ -14,6 +14,7 @@ import httpx
 
 from bench import procs
 from bench.ceiling import cpu
+from bench.ceiling.traffic import settle
 from bench.collection import post_until_taken
 from bench.relevance.beir import Query, RelevanceSet
 from bench.soak.memory import program_pids
@@ -91,6 +92,14 @@ class Braid:
                 f"{name}: {count:,}/{total:,} indexed ({rate:.0f}/s since the corpus was queued)"
             )
             await asyncio.sleep(5.0)
+
+    async def settle(self, name: str, queries: list[Query]) -> None:
+        """Before measured searches: the worker's optimize of the fresh collection done (its
+        CPU would count as the searches'), and one unmeasured pass of the queries at limit 100,
+        so the query embeddings are cached and each process has met the points they find
+        (worker/store/ids.py), as in a service that has run a while."""
+        await settle(self.stack.data_dir / "store", self.say, name)
+        await self.search_all(name, queries, {"exclude": ["content"]}, 100)
 
     async def _doc_count(self, name: str) -> int:
         response = await self.client.get(f"/v1/collections/{name}/stats")
