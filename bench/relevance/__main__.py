@@ -1,7 +1,8 @@
 """`python3 -m bench.relevance`: nDCG@10 and recall@100 of Braid's arm sets on a BEIR set
 (../shared/relevance/scifact-train), through the public API of one stack, next to a BM25
-reference (bm25s) in the same run, plus the CPU a keyword document and a keyword query cost the
-stack with the lexical defaults and with the defaults before them. Appends the tables to
+reference (bm25s) in the same run, plus the CPU a query of each arm set costs the stack (warm: see
+service.Braid.settle), and a keyword document and query with the lexical defaults and with the
+defaults before them. Appends the tables to
 docs/relevance.md (unless --no-write); skips cleanly when the data are absent."""
 
 from __future__ import annotations
