@@ -83,7 +83,7 @@ def compile_all(
         batch = convert.to_batch(search.arms, schema, size >= convert.INDEX_IDF_FROM)
         results = engine.query_batch(batch)
         _, unknown = convert.to_hits(results)
-        convert.learn(engine.retrieve(unknown, [DOC_ID_KEY]))
+        convert.learn(engine.retrieve(unknown, [DOC_ID_KEY], False))
         hits, _ = convert.to_hits(results)
         top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
         points: list[int | UUID | str] = [point_id(doc) for doc in top]

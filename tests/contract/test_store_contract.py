@@ -13,8 +13,9 @@ import pytest
 
 from core.vectors import SparseVector
 from tests.contract.conftest import COLLECTION, SCHEMA, point
+from worker.store import edge_convert
 from worker.store.edge import EdgeStore
-from worker.store.ids import DOC_ID_KEY
+from worker.store.ids import DOC_ID_KEY, DocIds
 from worker.store.protocol import (
     ArmQuery,
     CollectionExists,
@@ -285,21 +286,22 @@ async def test_edge_data_survives_close_and_reopen(store_root: Path) -> None:
 
 
 async def test_edge_hits_of_points_another_process_wrote_carry_their_document_ids(
-    store_root: Path,
+    store_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Queries read no payloads: a hit's document id is one this process wrote or has met. A
-    # reopened store wrote nothing, so it must learn the ids of what it finds.
+    # Queries read no payloads: a hit's document id is one this process wrote or has met. Here
+    # another process wrote them (a fresh DocIds stands for it), so the store must learn them.
     first = await EdgeStore.open(store_root)
     await first.create_collection(COLLECTION, SCHEMA)
-    await first.upsert(
-        COLLECTION, [point(d, v) for d, v in (("x:1", [1.0, 0, 0, 0]), ("é", [0, 1.0, 0, 0]))]
-    )
+    written = (("x:1", [1.0, 0, 0, 0]), ("é", [0, 1.0, 0, 0]))
+    await first.upsert(COLLECTION, [point(d, v) for d, v in written])
     await first.close()
+    monkeypatch.setattr(edge_convert, "_IDS", DocIds())
     again = await EdgeStore.open(store_root)
     try:
         for _ in range(2):  # learnt, then known
             [hits] = await again.query_arms(COLLECTION, [ArmQuery("dense", [1.0, 0.5, 0, 0], 5)])
             assert ids(hits) == ["x:1", "é"]
+        assert len(edge_convert._IDS.docs) == 2
     finally:
         await again.close()
 

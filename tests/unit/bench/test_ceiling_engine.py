@@ -1,0 +1,36 @@
+"""The ceiling's engine side on a real shard: the searches compiled from a shard another process
+wrote fuse to the same top as the store answers, and the timed loops run them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.ceiling import engine
+from core.enums import FusionMode
+from tests.contract.conftest import COLLECTION, SCHEMA, point
+from worker.fusion import Retriever
+from worker.store import edge_convert
+from worker.store.edge import EdgeStore
+from worker.store.ids import DocIds
+from worker.store.protocol import ArmQuery
+
+
+async def test_compiled_searches_name_the_documents_the_store_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await EdgeStore.open(tmp_path)
+    await store.create_collection(COLLECTION, SCHEMA)
+    dense = {"near": [1.0, 0, 0, 0], "close": [1.0, 1.0, 0, 0], "far": [-1.0, 0, 0, 0]}
+    await store.upsert(COLLECTION, [point(d, v) for d, v in dense.items()])
+    await store.close()
+    monkeypatch.setattr(edge_convert, "_IDS", DocIds())  # as if the worker wrote them
+    search = engine.Planned(
+        [ArmQuery("dense", [2.0, 0, 0, 0], 3)], [Retriever((0,), 1.0)], FusionMode.LINEAR, 2
+    )
+    with engine.open_shard(tmp_path, COLLECTION) as (shard, schema):
+        [compiled] = engine.compile_all(shard, schema, [search])
+        assert compiled.top_docs == ["near", "close"]
+        timing = engine.timed(engine.with_retrieve(shard, [compiled]), 1, threads=1, seconds=0.2)
+        assert timing.searches > 0
