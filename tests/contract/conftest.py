@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -36,6 +37,14 @@ def point(
         payload=dict(payload),
         vectors={"dense": dense or [1.0, 0.0, 0.0, 0.0], "lex": vector, "raw": vector},
     )
+
+
+def sparse(terms: dict[int, float]) -> SparseVector:
+    return SparseVector(indices=list(terms), values=list(terms.values()))
+
+
+def ids(hits: list[Any]) -> list[str]:
+    return [h.doc_id for h in hits]
 
 
 @pytest.fixture

@@ -1,0 +1,207 @@
+"""The embedded store beyond the Store contract: its folder (persistence, the lock, a rebuild cut
+short), its optimize in a child process, its IDF modes, and hits whose ids it must learn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
+from worker.store import edge_convert
+from worker.store.edge import EdgeStore
+from worker.store.ids import DocIds
+from worker.store.protocol import ArmQuery, StoreLocked
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_edge_data_survives_close_and_reopen(store_root: Path) -> None:
+    first = await EdgeStore.open(store_root)
+    await first.create_collection(COLLECTION, SCHEMA)
+    await first.upsert(COLLECTION, [point("a", [0, 1.0, 0, 0], {4: 0.5}, v=1), point("b")])
+    await first.overwrite_payload(COLLECTION, "a", {"v": 2})
+    await first.delete(COLLECTION, ["b"])
+    await first.close()
+    again = await EdgeStore.open(store_root)
+    try:
+        assert await again.list_collections() == [COLLECTION]
+        got = await again.retrieve(COLLECTION, ["a", "b"], with_vectors=True)
+        assert list(got) == ["a"] and got["a"].payload == {"v": 2}
+        assert got["a"].vectors is not None and got["a"].vectors["lex"] == sparse({4: 0.5})
+        await again.empty(COLLECTION)  # the schema came back from disk too
+        await again.upsert(COLLECTION, [point("c", [0, 0, 1.0, 0])])
+        assert await again.count(COLLECTION) == 1
+    finally:
+        await again.close()
+
+
+async def test_edge_hits_of_points_another_process_wrote_carry_their_document_ids(
+    store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Queries read no payloads: a hit's document id is one this process wrote or has met. Here
+    # another process wrote them (a fresh DocIds stands for it), so the store must learn them.
+    first = await EdgeStore.open(store_root)
+    await first.create_collection(COLLECTION, SCHEMA)
+    written = (("x:1", [1.0, 0, 0, 0]), ("é", [0, 1.0, 0, 0]))
+    await first.upsert(COLLECTION, [point(d, v) for d, v in written])
+    await first.close()
+    monkeypatch.setattr(edge_convert, "_IDS", DocIds())
+    again = await EdgeStore.open(store_root)
+    try:
+        for _ in range(2):  # learnt, then known
+            [hits] = await again.query_arms(COLLECTION, [ArmQuery("dense", [1.0, 0.5, 0, 0], 5)])
+            assert ids(hits) == ["x:1", "é"]
+        assert len(edge_convert._IDS.docs) == 2
+    finally:
+        await again.close()
+
+
+async def test_edge_second_open_raises_store_locked_while_first_is_open(store_root: Path) -> None:
+    first = await EdgeStore.open(store_root)
+    with pytest.raises(StoreLocked, match="another worker owns .* BRAID_QDRANT_URL"):
+        await EdgeStore.open(store_root)
+    await first.close()
+    second = await EdgeStore.open(store_root)  # released by close
+    await second.close()
+
+
+async def test_edge_open_finishes_an_interrupted_rebuild(store_root: Path) -> None:
+    first = await EdgeStore.open(store_root)
+    await first.create_collection(COLLECTION, SCHEMA)
+    await first.upsert(COLLECTION, [point("a")])
+    await first.close()
+    # as if `empty` died after moving the old shard away and before moving the new one in
+    (store_root / COLLECTION).rename(store_root / f".fresh-{COLLECTION}")
+    (store_root / f".trash-{COLLECTION}").mkdir()
+    again = await EdgeStore.open(store_root)
+    try:
+        assert await again.list_collections() == [COLLECTION]
+        assert await again.count(COLLECTION) == 1
+        assert sorted(p.name for p in store_root.iterdir()) == [".lock", COLLECTION]
+    finally:
+        await again.close()
+
+
+def random_points(count: int, seed: int) -> list:
+    rng = random.Random(seed)
+    return [
+        point(
+            f"d{i}",
+            [rng.uniform(-1, 1) for _ in range(4)],
+            {rng.randrange(200): rng.uniform(0.1, 1) for _ in range(5)},
+        )
+        for i in range(count)
+    ]
+
+
+async def test_edge_maintain_optimizes_and_queries_return_the_same(
+    store_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    edge = await EdgeStore.open(store_root, optimize_min_changes=500)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        points = random_points(2000, seed=7)
+        for start in range(0, len(points), 500):
+            await edge.upsert(COLLECTION, points[start : start + 500])
+        await edge.delete(COLLECTION, [f"d{i}" for i in range(0, 2000, 3)])  # vacuum work
+        arms = [ArmQuery("dense", [0.3, -0.2, 0.9, 0.1], 20), ArmQuery("lex", sparse({5: 1.0}), 20)]
+        before = await edge.query_arms(COLLECTION, arms)
+        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+            await edge.maintain(COLLECTION)
+            await edge.maintenance_done()
+        assert "optimized docs in" in caplog.text
+        after = await edge.query_arms(COLLECTION, arms)
+        assert [ids(hits) for hits in after] == [ids(hits) for hits in before]
+        for old, new in zip(before, after, strict=True):
+            assert [h.score for h in new] == pytest.approx([h.score for h in old], rel=1e-4)
+        assert await edge.count(COLLECTION) == 1333
+    finally:
+        await edge.close()
+
+
+def idf(documents: int, holding: int) -> float:
+    """Qdrant's IDF of a term that `holding` of `documents` documents hold."""
+    return math.log(1 + (documents - holding + 0.5) / (holding + 0.5))
+
+
+async def test_edge_large_shards_take_idf_from_the_index_until_an_optimize_vacuums(
+    store_root: Path,
+) -> None:
+    """From `index_idf_from` points IDF comes from the engine's index statistics: a deleted
+    document still counts there until the next optimize vacuums it; then only live ones do.
+    3,000 documents of 600 terms make an indexed segment, whose postings outlive a delete (a
+    small segment's are rebuilt from live points whenever the shard is loaded)."""
+    edge = await EdgeStore.open(
+        store_root, optimize_min_changes=1, optimize_growth=0.0, index_idf_from=0
+    )
+    filler = dict.fromkeys(range(1000, 1600), 0.5)
+    points = [point(f"d{i}", sparse={1 if i % 10 == 0 else 2: 1.0, **filler}) for i in range(3000)]
+    query = [ArmQuery("lex", sparse({1: 1.0}), 1)]
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        for start in range(0, len(points), 500):
+            await edge.upsert(COLLECTION, points[start : start + 500])
+        await edge.maintain(COLLECTION)
+        await edge.maintenance_done()
+        await edge.delete(COLLECTION, [f"d{i}" for i in range(0, 1500, 10)])  # half of term 1's
+        [stale] = await edge.query_arms(COLLECTION, query)
+        assert stale[0].score == pytest.approx(idf(3000, 300), rel=1e-3)
+        await edge.maintain(COLLECTION)
+        await edge.maintenance_done()
+        [fresh] = await edge.query_arms(COLLECTION, query)
+        assert fresh[0].score == pytest.approx(idf(2850, 150), rel=1e-3)
+    finally:
+        await edge.close()
+
+
+async def test_edge_maintain_is_idle_below_its_thresholds(
+    store_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    edge = await EdgeStore.open(store_root, optimize_min_changes=500)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await edge.upsert(COLLECTION, random_points(499, seed=1))
+        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+            await edge.maintain(COLLECTION)
+            await edge.maintenance_done()
+            assert "optimized" not in caplog.text
+            await edge.upsert(COLLECTION, random_points(1, seed=2))
+            await edge.maintain(COLLECTION)
+            await edge.maintenance_done()
+            assert "optimized docs" in caplog.text
+    finally:
+        await edge.close()
+
+
+async def test_edge_writes_made_while_optimizing_survive_the_swap(
+    store_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    edge = await EdgeStore.open(store_root, optimize_min_changes=500)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await edge.upsert(COLLECTION, random_points(1500, seed=3))
+        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+            await edge.maintain(COLLECTION)  # returns at once; the child optimizes a copy
+            while edge._shards[COLLECTION].journal is None:  # the copy is taken: now journal
+                await asyncio.sleep(0.001)
+            late = random_points(1600, seed=4)[1500:]
+            await edge.upsert(COLLECTION, late)
+            await edge.delete(COLLECTION, ["d0", "d1"])
+            await edge.maintenance_done()
+        assert "optimized docs in" in caplog.text
+        assert await edge.count(COLLECTION) == 1598
+        found = await edge.retrieve(COLLECTION, [p.doc_id for p in late] + ["d0"])
+        assert set(found) == {p.doc_id for p in late}
+    finally:
+        await edge.close()
+    reopened = await EdgeStore.open(store_root)
+    try:
+        assert await reopened.count(COLLECTION) == 1598
+        assert not [p for p in store_root.iterdir() if p.name.startswith(".optimizing-")]
+    finally:
+        await reopened.close()
