@@ -266,16 +266,26 @@ class Searcher:
     async def _over_pool(
         self, collection: str, requests: list[ArmQuery], hits: list[list[ArmHit]]
     ) -> tuple[list[list[ArmHit]], int]:
-        """Every arm's hits among the pool (the documents any arm found) and the pool's size,
-        from a second batch restricted to it: a candidate that one retriever's window missed is
-        scored by that retriever, not counted absent (docs/relevance.md, fusion over the pool)."""
+        """Every arm's hits among the pool (the documents any arm found) and the pool's size: a
+        second batch asks each arm for the pool documents its own window missed, so a candidate
+        is scored by every retriever, not counted absent (docs/relevance.md, fusion over the
+        pool). The engine's cost grows with the ids asked for, so each arm asks only its own."""
         pool = tuple(dict.fromkeys(hit.doc_id for arm_hits in hits for hit in arm_hits))
-        if not pool:
-            return hits, 0
-        # Every arm has the search's filter: one filter object, which the store converts once.
-        scoped = replace(requests[0].filter or PointFilter(), doc_ids=pool)
-        within = [replace(r, limit=len(pool), filter=scoped) for r in requests]
-        return await self._store.query_arms(collection, within), len(pool)
+        where = requests[0].filter or PointFilter()  # every arm has the search's filter
+        asks, asked = [], []
+        for index, (request, arm_hits) in enumerate(zip(requests, hits, strict=True)):
+            found = {hit.doc_id for hit in arm_hits}
+            missing = tuple(doc for doc in pool if doc not in found)
+            if missing:
+                scoped = replace(where, doc_ids=missing)
+                asks.append(replace(request, limit=len(missing), filter=scoped))
+                asked.append(index)
+        completed = list(hits)
+        if asks:
+            answers = await self._store.query_arms(collection, asks)
+            for index, more in zip(asked, answers, strict=True):
+                completed[index] = sorted([*hits[index], *more], key=lambda hit: -hit.score)
+        return completed, len(pool)
 
     def _stage(self, stage: str, seconds: float) -> None:
         self._recorder.observe(SEARCH_STAGE_SECONDS, seconds, stage=stage)
