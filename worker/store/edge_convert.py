@@ -73,17 +73,12 @@ def to_batch(arms: list[ArmQuery], schema: CollectionSchema, large: bool) -> qe.
     statistics when the shard is large (INDEX_IDF_FROM points or more), else over live points."""
     mode = Idf.INDEX if large else Idf.LIVE
     idf_slots = {slot.name for slot in schema.sparse if slot.idf}
-    filters = {id(f): to_filter(f) for f in {id(a.filter): a.filter for a in arms}.values()}
     return qe.QueryBatchRequest(
-        [
-            to_request(arm, mode if arm.slot in idf_slots else Idf.NONE, filters[id(arm.filter)])
-            for arm in arms
-        ]
+        [to_request(arm, mode if arm.slot in idf_slots else Idf.NONE) for arm in arms]
     )
 
 
-def to_request(arm: ArmQuery, idf: Idf, filter_: qe.Filter | None) -> qe.QueryRequest:
-    """`filter_`: arm.filter converted (`to_batch` converts a filter its arms share once)."""
+def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
     query = qe.Query.Nearest(to_edge_vector(arm.vector), using=arm.slot)
     params = None
     if idf is Idf.LIVE:
@@ -93,7 +88,7 @@ def to_request(arm: ArmQuery, idf: Idf, filter_: qe.Filter | None) -> qe.QueryRe
     return qe.QueryRequest(
         limit=arm.limit,
         query=query,
-        filter=filter_,
+        filter=to_filter(arm.filter),
         with_payload=False,  # the hits' document ids come from DocIds (`to_hits`)
         params=params,
     )
@@ -105,18 +100,18 @@ def to_hits(results: list[list[qe.ScoredPoint]]) -> tuple[list[list[ArmHit]], li
     (a point deleted meanwhile stays out)."""
     doc_of = _IDS.docs.get
     arms: list[list[ArmHit]] = []
-    unknown = []
+    unknown: dict[Any, None] = {}  # a point found by several arms is listed once
     for points in results:
         hits = []
         for point in points:
             key = point.id  # the binding builds a new UUID at every read
             doc_id = doc_of(key)
             if doc_id is None:
-                unknown.append(key)
+                unknown[key] = None
             else:
                 hits.append(ArmHit(doc_id, point.score))
         arms.append(hits)
-    return arms, unknown
+    return arms, list(unknown)
 
 
 def learn(records: list[qe.Record]) -> None:
