@@ -1,4 +1,5 @@
-"""Entry point: `python -m app` (one of BRAID_API_PROCESSES processes sharing the port)."""
+"""Entry point: `python -m app` (one of BRAID_API_PROCESSES processes sharing the port), with
+the search node that answers this process's searches. The one place app/ imports worker/."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ import logging
 from app.main import create_app
 from app.server import serve
 from core.settings import load_settings
+from worker.search_node import SearchNode
 
 
 def main() -> None:
     settings = load_settings()
     logging.basicConfig(
         level=settings.log_level.upper(),
-        format="%(asctime)s api %(levelname)s %(name)s: %(message)s",
+        format=f"%(asctime)s api-{settings.api_index} %(levelname)s %(name)s: %(message)s",
     )
-    serve(create_app(settings), settings)
+    serve(create_app(settings, SearchNode.open), settings)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from fastapi import Depends, FastAPI
 from app import dashboard
 from app.apidocs import install_api_docs
 from app.auth import KeyRing, authorize
-from app.context import ApiContext
+from app.context import ApiContext, OpenSearch
 from app.errors import install_error_handlers
 from app.limits import RequestLimits
 from app.metrics_sampler import MetricsSampler, RequestMetrics, cluster_counters
@@ -26,7 +26,9 @@ from core.settings import Settings
 from core.topology import topology
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, open_search: OpenSearch | None = None) -> FastAPI:
+    """`open_search`: the search node this process answers searches with; without one every
+    search goes over the bus to whoever serves the search queue."""
     recorder = Recorder()
 
     @asynccontextmanager
@@ -36,6 +38,9 @@ def create_app(settings: Settings) -> FastAPI:
         bus.recorder = recorder
         await bus.declare(topology(settings))
         context = ApiContext(settings, bus, redis, Catalog(redis), Ledger(redis))
+        if open_search is not None:
+            context.search = await open_search(settings, bus, redis, recorder)
+            context.search.start()
         app.state.context = context
         sampler = MetricsSampler(
             redis, recorder, f"api-{settings.api_index}", lambda: cluster_counters(context)
@@ -43,6 +48,8 @@ def create_app(settings: Settings) -> FastAPI:
         sampler.start()
         yield
         await sampler.close()
+        if context.search is not None:
+            await context.search.close()
         await bus.close()
         await redis.aclose()
 

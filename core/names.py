@@ -7,7 +7,7 @@ from core.enums import EmbedKind
 DOCUMENTS_QUEUE = "braid.documents"
 SEARCH_QUEUE = "braid.rpc.search"
 WORKER_RPC_QUEUE = "braid.rpc.worker"
-# Fanout of every store write the worker made, in order: each searcher keeps a replica with it.
+# Fanout of every store write the worker made, in order: each search node keeps a replica with it.
 REPLICATION_EXCHANGE = "braid.replication"
 
 
@@ -90,7 +90,7 @@ class RedisKeys:
 
     @classmethod
     def searchers(cls) -> str:
-        """Hash searcher index -> its heartbeat record (JSON)."""
+        """Hash api index -> its search node's heartbeat record (JSON)."""
         return f"{cls.prefix}:searchers"
 
     @classmethod

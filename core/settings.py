@@ -20,6 +20,8 @@ class Settings(BaseSettings):
     port: int = 8234
     log_level: str = "info"
     # api processes sharing the port (SO_REUSEPORT): one dying drops only its own requests.
+    # Each answers its searches itself (worker/search_node.py): with the embedded store from a
+    # replica of it fed by the worker's stream of writes, with a Qdrant server from the server.
     api_processes: int = Field(2, ge=1)
     api_index: int = Field(1, ge=1)  # set per api process by supervisord
     header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers, in full
@@ -29,11 +31,7 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     qdrant_url: str | None = None
 
-    # Search processes (python3 -m worker.searchd): with the embedded store each keeps a replica
-    # of it from the worker's stream of writes; with a Qdrant server they all query the server.
-    searchers: int = Field(1, ge=1)
-    searcher_index: int = Field(1, ge=1)
-    # How long a search waits for its searcher's replica to apply the newest acknowledged write
+    # How long a search waits for its api process's replica to apply the newest acknowledged write
     # before it answers 503 instead of an older state.
     replica_wait_s: float = Field(5.0, gt=0)
     # Fault injection (tests): each replicated write waits this long before a replica applies it.
@@ -94,8 +92,8 @@ class Settings(BaseSettings):
 
     @property
     def replica_dir(self) -> Path:
-        """This searcher's replica of the embedded store (made anew at every start)."""
-        return self.data_dir.resolve() / "replicas" / f"searcher-{self.searcher_index}"
+        """This api process's replica of the embedded store (made anew at every start)."""
+        return self.data_dir.resolve() / "replicas" / f"api-{self.api_index}"
 
     @property
     def hf_cache_dir(self) -> Path:

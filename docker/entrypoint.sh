@@ -18,13 +18,13 @@ export BRAID_AMQP_URL=${BRAID_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
 export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}
 export BRAID_ENCODERS=${BRAID_ENCODERS:-2}
 export BRAID_ENCODER_MODELS=${BRAID_ENCODER_MODELS:-1}
-export BRAID_API_PROCESSES=${BRAID_API_PROCESSES:-2}
-# Search processes: half the cores and at least two, one on one core. One search process uses at
-# most one core, and on two cores a second one served more of both load mixes than one
-# (docs/benchmarks.md, Search processes). The worker serves searches they cannot take.
+# api processes, each answering its own searches: half the cores and at least two, one on one
+# core. The engine holds the GIL, so one process uses at most one core for searches, and on two
+# cores a second one served more of both load mixes than one (docs/benchmarks.md, Search
+# processes). The worker serves the searches of an api still loading its replica.
 cores=$(nproc)
 half=$((cores / 2 > 2 ? cores / 2 : 2))
-export BRAID_SEARCHERS=${BRAID_SEARCHERS:-$((half < cores ? half : cores))}
+export BRAID_API_PROCESSES=${BRAID_API_PROCESSES:-$((half < cores ? half : cores))}
 export BRAID_EPMD_PORT=${BRAID_EPMD_PORT:-4369}
 export BRAID_RABBITMQ_DIST_PORT=${BRAID_RABBITMQ_DIST_PORT:-25672}
 # BRAID_QDRANT_URL / BRAID_QDRANT_BINARY stay unset when not given: unset means embedded store.
@@ -54,8 +54,8 @@ if (($# > 0)); then
     exec "$@"
 fi
 
-echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT, encoders $BRAID_ENCODERS," \
-    "searchers $BRAID_SEARCHERS" \
+echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT ($BRAID_API_PROCESSES processes)," \
+    "encoders $BRAID_ENCODERS" \
     "(models $BRAID_ENCODER_MODELS), bundled rabbitmq=$BRAID_START_RABBITMQ" \
     "redis=$BRAID_START_REDIS qdrant=$BRAID_START_QDRANT"
 exec python3 -m supervisor.supervisord -n -c supervisord.conf

@@ -1,4 +1,4 @@
-"""A searcher's replica of the worker's embedded store (worker/replication.py has the protocol).
+"""A search node's replica of the worker's embedded store (worker/replication.py has the protocol).
 
 It starts from a copy of the worker's shards, taken at a known position, then applies the
 broadcast writes that follow it, in order. Whenever it cannot be sure to hold every write up to

@@ -1,13 +1,14 @@
-"""Replication of the embedded store to the searcher processes.
+"""Replication of the embedded store to the search nodes of the api processes.
 
-The worker owns the store; a searcher (worker/searchd.py) keeps a replica of it and serves
-searches from that. `Replicator` wraps the worker's store: every write is applied, then broadcast
-in order with its position (epoch, seq), and a searcher that (re)starts gets a copy of the shards
-with the position the copy holds (`copy`). The epoch changes at every worker start, since a write
-applied just before a crash may never have been broadcast; a `tick` with the current position goes
-out every heartbeat, so a replica that missed a write learns it within seconds even when no write
-follows. `mark_visible` records the position of the newest write a client was told succeeded: a
-searcher answers a search only once its replica holds it (read-your-writes across processes).
+The worker owns the store; each api process's search node (worker/search_node.py) keeps a
+replica of it and serves searches from that. `Replicator` wraps the worker's store: every write
+is applied, then broadcast in order with its position (epoch, seq), and a search node that
+(re)starts gets a copy of the shards with the position the copy holds (`copy`). The epoch changes
+at every worker start, since a write applied just before a crash may never have been broadcast; a
+`tick` with the current position goes out every heartbeat, so a replica that missed a write
+learns it within seconds even when no write follows. `mark_visible` records the position of the
+newest write a client was told succeeded: a search node answers a search only once its replica
+holds it (read-your-writes across processes).
 """
 
 from __future__ import annotations

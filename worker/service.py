@@ -96,15 +96,15 @@ class WorkerService:
         store = await open_store(
             settings.data_dir.resolve(), settings.qdrant_url, settings.optimize_min_changes
         )
-        if not isinstance(store, EdgeStore):  # a Qdrant server: the searchers query it too
+        if not isinstance(store, EdgeStore):  # a Qdrant server: the api processes query it too
             return cls(settings, bus, redis, store)
         replicator = Replicator(store, bus, redis)
         await replicator.start()
         return cls(settings, bus, redis, replicator, replicator)
 
     async def start(self) -> None:
-        # The searchers (worker/searchd.py) consume searches at a higher priority: the worker
-        # serves one only when they are all busy or none is up.
+        # The api processes answer their own searches (worker/search_node.py); one still loading
+        # its replica sends them here, and the loaded ones take them at a higher priority.
         await self._bus.serve(SEARCH_QUEUE, SearchRequest, self._search, concurrency=32)
         await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._call, concurrency=16)
         await self._bus.consume(

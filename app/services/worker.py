@@ -1,4 +1,5 @@
-"""Calls to the worker and the searchers over the bus (the api never touches the store)."""
+"""Calls to the worker over the bus, and searches: answered by this process's search node once
+it is ready, over the bus until then."""
 
 from __future__ import annotations
 
@@ -27,9 +28,12 @@ async def require_collection(ctx: ApiContext, name: str) -> CollectionConfig:
 
 
 async def search(ctx: ApiContext, collection: str, query: SearchQuery) -> Response:
-    """The search process's answer, passed on as it came: it is a SearchResponse already (the
-    searcher built it), so reading and writing it again here would only cost CPU. A missing
-    collection is the searcher's 404."""
+    """The search node's answer; before it has its replica, the answer of whoever serves the
+    search queue, passed on as it came (it is a SearchResponse already: reading and writing it
+    again would only cost CPU). A missing collection is the searching side's 404."""
+    if ctx.search is not None and ctx.search.ready:
+        response = await ctx.search.search(collection, query)
+        return Response(response.model_dump_json(), media_type="application/json")
     body = await ctx.bus.call_raw(
         SEARCH_QUEUE, SearchRequest(collection=collection, query=query), ctx.settings.rpc_timeout_s
     )

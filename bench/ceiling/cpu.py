@@ -1,5 +1,5 @@
 """CPU seconds per supervisord program of the stack, from /proc, grouped the way the ceiling's table
-reports them (api, worker, searchers, broker, redis, encoders, other).
+reports them (api, worker, broker, redis, encoders, other).
 
 Each program counts its whole process tree: RabbitMQ's launcher script with the Erlang VM and its
 helpers, the worker with an optimize child if one runs. supervisord counts itself alone, since its
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from bench import procs
 from bench.soak.memory import SUPERVISORD
 
-GROUPS = ("api", "worker", "searchers", "broker", "redis", "encoders", "other")
+GROUPS = ("api", "worker", "broker", "redis", "encoders", "other")
 
 
 def group(program: str) -> str:
@@ -25,8 +25,6 @@ def group(program: str) -> str:
         return "api"
     if program.startswith("encoder-"):
         return "encoders"
-    if program.startswith("searcher-"):
-        return "searchers"
     if program in ("rabbitmq", "epmd"):
         return "broker"
     if program in ("worker", "redis"):

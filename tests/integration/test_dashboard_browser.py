@@ -154,7 +154,7 @@ def test_page_loads_live_with_every_process_and_no_console_error(
     page, console = desktop
     wait_live(page)
     expect(page.locator("#banner")).to_be_hidden()
-    for node in ("api-1", "worker", "searcher-1", "encoder-1"):
+    for node in ("api-1", "worker", "encoder-1"):
         expect(page.locator(f'#cluster [data-node="{node}"]')).to_have_attribute(
             "data-alive", "true", timeout=WAIT_MS
         )
@@ -260,9 +260,9 @@ def test_page_asks_for_a_key_lists_failed_writes_and_goes_stale_without_the_api(
         expect(card.locator(".note")).to_have_text("needs an admin key", timeout=WAIT_MS)
 
         # A process that stops publishing is shown down, while the page itself stays live.
-        assert "stopped" in own.ctl("stop", "searcher:*")
-        searcher = page.locator('#cluster [data-node="searcher-1"]')
-        expect(searcher).to_have_attribute("data-alive", "false", timeout=WAIT_MS)
+        assert "stopped" in own.ctl("stop", "encoder:encoder-2")
+        router = page.locator('#cluster [data-node="encoder-2"]')
+        expect(router).to_have_attribute("data-alive", "false", timeout=WAIT_MS)
         expect(status).to_have_text("live")
 
         out = own.ctl("stop", "api:*")

@@ -22,7 +22,6 @@ from tests.integration.traffic import CONNECTION_DROPPED, Traffic
 # Every program that serves requests; each is killed with its whole process group.
 KILLED = (
     "worker",
-    "searcher:searcher-1",
     "encoder:encoder-1",  # the model holder
     "encoder:encoder-2",  # the router
     "api:api-1",

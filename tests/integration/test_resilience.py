@@ -22,7 +22,6 @@ from tests.integration.helpers import (
 
 SERVING = (
     "worker",
-    "searcher:searcher-1",
     "encoder:encoder-1",
     "encoder:encoder-2",
     "api:api-1",

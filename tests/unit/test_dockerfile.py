@@ -20,7 +20,6 @@ PYTHON_COMMANDS = {
     "api": "python3 -m app",
     "encoder": "python3 -m encoder",
     "worker": "python3 -m worker",
-    "searcher": "python3 -m worker.searchd",
 }
 BUNDLED = ("epmd", "rabbitmq", "redis", "qdrant")
 # Tokens in RUN / ENTRYPOINT / CMD that look like files of ours.
@@ -185,7 +184,6 @@ def server_options(monkeypatch: pytest.MonkeyPatch, data: Path, **env: str) -> S
         "BRAID_DATA_DIR": str(data),
         "BRAID_ENCODERS": "2",
         "BRAID_API_PROCESSES": "2",
-        "BRAID_SEARCHERS": "1",
         "BRAID_START_RABBITMQ": "true",
         "BRAID_START_REDIS": "true",
         "BRAID_START_QDRANT": "false",
@@ -202,9 +200,7 @@ def server_options(monkeypatch: pytest.MonkeyPatch, data: Path, **env: str) -> S
 def test_supervisord_conf_parses_with_encoders_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    options = server_options(
-        monkeypatch, tmp_path, BRAID_ENCODERS="3", BRAID_API_PROCESSES="3", BRAID_SEARCHERS="2"
-    )
+    options = server_options(monkeypatch, tmp_path, BRAID_ENCODERS="3", BRAID_API_PROCESSES="3")
     groups = {group.name: group for group in options.process_group_configs}
     assert set(groups) == set(PYTHON_COMMANDS) | set(BUNDLED)
     encoders = groups["encoder"].process_configs
@@ -214,9 +210,7 @@ def test_supervisord_conf_parses_with_encoders_from_the_environment(
     apis = groups["api"].process_configs
     assert [p.name for p in apis] == ["api-1", "api-2", "api-3"]
     assert apis[1].stdout_logfile == str(tmp_path / "logs" / "api-2.log")
-    searchers = groups["searcher"].process_configs
-    assert [p.name for p in searchers] == ["searcher-1", "searcher-2"]
-    assert [p.environment["BRAID_SEARCHER_INDEX"] for p in searchers] == ["1", "2"]
+    assert [p.environment["BRAID_API_INDEX"] for p in apis] == ["1", "2", "3"]
     api = apis[0]
     assert api.directory == str(REPO)
     assert api.autorestart is RestartUnconditionally
@@ -246,17 +240,15 @@ def test_bundled_servers_start_only_when_asked(
         "api": True,
         "encoder": True,
         "worker": True,
-        "searcher": True,
     }
 
 
-def test_priorities_stop_the_searchers_then_the_worker_first_and_epmd_last(
+def test_priorities_stop_the_worker_first_and_epmd_last(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     options = server_options(monkeypatch, tmp_path)
     priority = {g.name: g.priority for g in options.process_group_configs}
     assert priority["epmd"] < priority["rabbitmq"] < priority["api"] < priority["worker"]
-    assert priority["worker"] < priority["searcher"]  # they start from a copy of its store
     assert priority["encoder"] == priority["api"]
 
 

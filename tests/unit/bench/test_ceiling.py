@@ -93,12 +93,10 @@ def test_programs_group_into_the_tables_columns() -> None:
     spent = {
         "api-1": 1.0, "api-2": 2.0, "worker": 6.0, "rabbitmq": 1.5, "epmd": 0.5,
         "redis": 0.25, "encoder-1": 0.1, "encoder-2": 0.1, "supervisord": 0.05,
-        "searcher-1": 2.0, "searcher-2": 1.0,
     }  # fmt: skip
     grouped = cpu.by_group(spent)
     assert list(grouped) == list(cpu.GROUPS)
     assert grouped["api"] == 3.0 and grouped["broker"] == 2.0 and grouped["worker"] == 6.0
-    assert grouped["searchers"] == 3.0
     assert math.isclose(grouped["encoders"], 0.2) and grouped["other"] == 0.05
     assert cpu.by_group({})["redis"] == 0.0
 
