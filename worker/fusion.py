@@ -26,7 +26,7 @@ class Retriever:
     field_weights: tuple[float, ...] = (1.0,)
 
 
-@dataclass
+@dataclass(slots=True)
 class Fused:
     doc_id: str
     score: float = 0.0
@@ -48,7 +48,9 @@ def fuse(
     fused: dict[str, Fused] = {}
     for arm, arm_hits in enumerate(hits):
         for rank, hit in enumerate(arm_hits, start=1):
-            entry = fused.setdefault(hit.doc_id, Fused(hit.doc_id))
+            entry = fused.get(hit.doc_id)
+            if entry is None:  # not setdefault: that builds a record for every hit
+                entry = fused[hit.doc_id] = Fused(hit.doc_id)
             entry.arm_scores[arm] = (hit.score, rank)
             entry.raw_sum += hit.score
     for retriever in retrievers:
