@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -139,6 +140,10 @@ class SearchNode:
         if self._replica is not None:
             await self._replica.start()  # retries until the worker answers
             self._loaded = True
+        # What the process holds from here on lives as long as it does: the collector stops
+        # walking it, which a full collection did every few hundred searches (each search makes
+        # hundreds of short-lived records).
+        gc.freeze()
         await self._bus.serve(
             SEARCH_QUEUE,
             SearchRequest,

@@ -56,7 +56,7 @@ async def test_edge_hits_of_points_another_process_wrote_carry_their_document_id
         for _ in range(2):  # learnt, then known
             [hits] = await again.query_arms(COLLECTION, [ArmQuery("dense", [1.0, 0.5, 0, 0], 5)])
             assert ids(hits) == ["x:1", "é"]
-        assert len(edge_convert._IDS.docs) == 2
+        assert len(edge_convert._IDS) == 2
     finally:
         await again.close()
 

@@ -179,9 +179,7 @@ def test_a_search_process_killed_under_load_loses_only_searches_in_flight(
         old = stack.kill9("api:api-1")
         new = stack.wait_restarted("api:api-1", old, timeout=RESTART_S)
         # The new api-1 has its copy (it sent its searches on until then).
-        wait_until(
-            lambda: searchers(board)["1"]["pid"] == new and "1" in loaded(board), RESTART_S
-        )
+        wait_until(lambda: searchers(board)["1"]["pid"] == new and "1" in loaded(board), RESTART_S)
         sync_version(client, "crash", "k", 2)  # written while the new api-1 serves
         seen = len(load.codes)
         wait_until(lambda: len(load.codes) >= seen + 50)

@@ -20,7 +20,7 @@ from worker.store import edge_optimize as optimizer
 from worker.store import heap
 from worker.store.edge_convert import INDEX_IDF_FROM
 from worker.store.gate import Gate
-from worker.store.ids import DOC_ID_KEY, point_id, stored_payload
+from worker.store.ids import DOC_ID_KEY, stored_payload
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
@@ -160,19 +160,20 @@ class EdgeStore:
     async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
         # The engine replaces the whole payload, so the private document id goes back in.
         full = stored_payload(doc_id, payload)
-        await self._write(name, qe.UpdateOperation.overwrite_payload([point_id(doc_id)], full), 0)
+        operation = qe.UpdateOperation.overwrite_payload([convert.point_id(doc_id)], full)
+        await self._write(name, operation, 0)
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         if not doc_ids:
             self._shard(name)
             return
-        operation = qe.UpdateOperation.delete_points([point_id(d) for d in doc_ids])
+        operation = qe.UpdateOperation.delete_points([convert.point_id(d) for d in doc_ids])
         await self._write(name, operation, len(doc_ids))
 
     async def retrieve(
         self, name: str, doc_ids: list[str], with_vectors: bool = False
     ) -> dict[str, StoredPoint]:
-        ids: list[Any] = [point_id(d) for d in doc_ids]
+        ids: list[Any] = [convert.point_id(d) for d in doc_ids]
         records = await self._use(name, lambda e: e.retrieve(ids, True, with_vectors))
         points = (convert.to_stored(r, with_vectors) for r in records)
         return {p.doc_id: p for p in points}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 import qdrant_edge as qe
@@ -23,6 +24,11 @@ from worker.store.protocol import (
 
 # This process's point ids and document ids, both ways: queries read no payloads (`to_hits`).
 _IDS = DocIds()
+
+
+def point_id(doc_id: str) -> Any:
+    """The engine's point id of a document (ids.point_id's, remembered)."""
+    return _IDS.point(doc_id)
 
 
 def to_point(point: PointWrite) -> qe.Point:
@@ -98,14 +104,14 @@ def to_hits(results: list[list[qe.ScoredPoint]]) -> tuple[list[list[ArmHit]], li
     """Each arm's hits, and the point ids of those left out because this process has not met
     their document id: read those with their DOC_ID_KEY payload, `learn` them, and convert again
     (a point deleted meanwhile stays out)."""
-    doc_of = _IDS.docs.get
+    doc_of = _IDS.lookup
     arms: list[list[ArmHit]] = []
     unknown: dict[Any, None] = {}  # a point found by several arms is listed once
     for points in results:
         hits = []
         for point in points:
-            key = point.id  # the binding builds a new UUID at every read
-            doc_id = doc_of(key)
+            key = point.id  # a UUID, as Braid writes every point; a new one at every read
+            doc_id = doc_of(key.int) if isinstance(key, UUID) else None
             if doc_id is None:
                 unknown[key] = None
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 # Fixed forever: changing it would orphan every stored point.
@@ -33,26 +34,43 @@ class DocIds:
     one-way hash (uuid5), slow in Python, and reading a hit's payload to learn its document id
     cost the engine more than the search itself (docs/architecture.md, Store). An entry is never
     wrong, the hash being fixed, only perhaps of a point since deleted, which no query returns.
-    An entry takes ~250 bytes; past `limit` entries (~60 MB) it starts over and learns again,
-    so a larger collection's queries read some ids as they all did before."""
+
+    Entries are keyed by the point id's 128-bit integer (`UUID.int`), not by UUID objects: an int
+    hashes and compares in C where a UUID runs Python code, and a table of ints and strings is
+    nothing the garbage collector walks (a replica's UUIDs made every full collection walk
+    another 80,000 objects). An entry takes ~200 bytes; past `limit` entries (~50 MB) it starts
+    over and learns again, so a larger collection's queries read some ids as they all did before."""
 
     def __init__(self, limit: int = 250_000) -> None:
-        self.docs: dict[object, str] = {}  # by the UUID the engine gives; read it directly
-        self._points: dict[str, uuid.UUID] = {}
+        self._docs: dict[int, str] = {}
+        self._points: dict[str, int] = {}
         self._limit = limit
 
     def point(self, doc_id: str) -> uuid.UUID:
         """The point id of `doc_id` (point_id's, as a UUID), remembered."""
-        point = self._points.get(doc_id)
-        if point is None:
+        number = self._points.get(doc_id)
+        if number is None:
             point = uuid.uuid5(_NAMESPACE, doc_id)
             self.learn(point, doc_id)
-        return point
+            return point
+        return uuid.UUID(int=number)
+
+    def doc_of(self, point: uuid.UUID) -> str | None:
+        """The document id of a point id the engine gave, if this process has met it."""
+        return self._docs.get(point.int)
+
+    @property
+    def lookup(self) -> Callable[[int], str | None]:
+        """The table's own `get` by `UUID.int`, for loops over many hits (`doc_of` unrolled)."""
+        return self._docs.get
+
+    def __len__(self) -> int:
+        return len(self._docs)
 
     def learn(self, point: object, doc_id: str) -> None:
-        if len(self.docs) >= self._limit:
-            self.docs.clear()
+        if len(self._docs) >= self._limit:
+            self._docs.clear()
             self._points.clear()
-        known = point if isinstance(point, uuid.UUID) else uuid.UUID(str(point))
-        self.docs[known] = doc_id
-        self._points[doc_id] = known
+        number = point.int if isinstance(point, uuid.UUID) else uuid.UUID(str(point)).int
+        self._docs[number] = doc_id
+        self._points[doc_id] = number
