@@ -176,6 +176,11 @@ def add_indexes(engine: qe.EdgeShard, schema: CollectionSchema) -> None:
 # default waits for 20 % of a segment of 1,000 vectors): the index statistics that large shards
 # take IDF from count only live points after it (edge_convert.INDEX_IDF_FROM).
 VACUUM = qe.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=0)
+# One thread runs a search's reads, segment after segment. The engine's default, a thread per
+# CPU reading segments in parallel, made a keyword search 1.37 CPU-ms instead of 1.10 for 0.1 ms
+# less wall time (docs/benchmarks.md, engine ceiling): searches run in parallel across the api
+# processes already, and each process answers one search at a time (the call holds the GIL).
+SEARCH_THREADS = 1
 
 
 def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
@@ -186,7 +191,12 @@ def edge_config(schema: CollectionSchema) -> qe.EdgeConfig:
         s.name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if s.idf else None)
         for s in schema.sparse
     }
-    return qe.EdgeConfig(vectors=dense or None, sparse_vectors=sparse or None, optimizers=VACUUM)
+    return qe.EdgeConfig(
+        vectors=dense or None,
+        sparse_vectors=sparse or None,
+        optimizers=VACUUM,
+        max_search_threads=SEARCH_THREADS,
+    )
 
 
 def _write_schema(path: Path, schema: CollectionSchema) -> None:
