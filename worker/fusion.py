@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.enums import FusionMode
-from worker.store.protocol import ArmHit
+from worker.store.protocol import ArmHit, summed_ranking
 
 RRF_K = 2
 
@@ -56,35 +56,38 @@ def fuse(
     for retriever in retrievers:
         ranking = _ranking(hits, retriever)
         floor = 0.0 if pool is not None and len(ranking) < pool else None
-        normalise = _min_max(ranking, floor) if mode is FusionMode.LINEAR else None
-        for rank, (doc_id, score) in enumerate(ranking, start=1):
-            entry = fused[doc_id]
-            if normalise is None:
-                entry.score += retriever.weight / (RRF_K + rank)
-            else:
-                entry.score += retriever.weight * normalise(score)
+        scores = [score for _, score in ranking]
+        fused_scores = retriever_scores(scores, retriever.weight, mode, len(scores), floor)
+        for (doc_id, _), score in zip(ranking, fused_scores, strict=True):
+            fused[doc_id].score += score
     return sorted(fused.values(), key=lambda f: (-f.score, -f.raw_sum, f.doc_id))
+
+
+def retriever_scores(
+    scores: list[float], weight: float, mode: FusionMode, top: int, floor: float | None = None
+) -> list[float]:
+    """What one retriever adds to the fused score of each of its first `top` candidates, from
+    every candidate's score, best first: weight ÷ (RRF_K + rank), or its min-max normalised
+    score (down to `floor` when given) times the weight."""
+    if mode is not FusionMode.LINEAR:
+        return [weight / (RRF_K + rank) for rank in range(1, min(top, len(scores)) + 1)]
+    normalise = _min_max(scores, floor)
+    return [weight * normalise(score) for score in scores[:top]]
 
 
 def _ranking(hits: list[list[ArmHit]], retriever: Retriever) -> list[tuple[str, float]]:
     """The retriever's (doc, score) best first: one arm's hits as the store ranked them, or the
-    field-weighted sum over its arms (a document missing from an arm's list adds 0 there)."""
-    if len(retriever.arms) == 1:  # a field weight alone changes no rank and no min-max
-        return [(h.doc_id, h.score) for h in hits[retriever.arms[0]]]
-    summed: dict[str, float] = {}
-    for arm, weight in zip(retriever.arms, retriever.field_weights, strict=True):
-        for hit in hits[arm]:
-            summed[hit.doc_id] = summed.get(hit.doc_id, 0.0) + weight * hit.score
-    return sorted(summed.items(), key=lambda item: (-item[1], item[0]))
+    field-weighted sum over its arms."""
+    return summed_ranking([hits[arm] for arm in retriever.arms], retriever.field_weights)
 
 
-def _min_max(ranking: list[tuple[str, float]], floor: float | None) -> Callable[[float], float]:
-    if not ranking:
+def _min_max(scores: list[float], floor: float | None) -> Callable[[float], float]:
+    if not scores:
         return lambda score: 0.0
-    low = min(score for _, score in ranking)
+    low = min(scores)
     if floor is not None:
         low = min(low, floor)
-    high = max(score for _, score in ranking)
+    high = max(scores)
     if high == low:
         return lambda score: 1.0
     return lambda score: (score - low) / (high - low)

@@ -7,6 +7,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
 from core.catalog import Catalog
@@ -17,7 +18,7 @@ from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
 from worker.facets import cap_groups, facet_counts, group_value
 from worker.filtering import metadata_indexes, point_filter, require_indexed
-from worker.fusion import Fused, Retriever, fuse
+from worker.fusion import Fused, Retriever, fuse, retriever_scores
 from worker.joining import Joiner, join_specs
 from worker.payload import public_document
 from worker.slots import Slot, slots
@@ -127,6 +128,14 @@ def plan_retrievers(arms: list[Arm]) -> list[Retriever]:
     ]
 
 
+def _store_ranks(query: SearchQuery, retrievers: list[Retriever]) -> bool:
+    """Whether the store can rank the search alone (`Store.query_summed`): one retriever, and
+    nothing that needs each arm's hits or the whole pool (groups, facets, raw scores)."""
+    return (
+        len(retrievers) == 1 and not query.group_field and not query.facets and not query.raw_scores
+    )
+
+
 def _custom_vectors(config: CollectionConfig, query: SearchQuery) -> dict[str, Any]:
     customs: dict[str, Any] = {}
     for custom in query.custom_vectors or []:
@@ -210,6 +219,13 @@ class Searcher:
         retrievers = plan_retrievers(arms)
         pooled = query.fusion_mode is None and len(retrievers) > 1  # Braid's default fusion
         window = candidate_window(query, len(arms), pooled)
+        if _store_ranks(query, retrievers):
+            requests = [
+                ArmQuery(a.slot.name, v, window, where) for a, v in zip(arms, vectors, strict=True)
+            ]
+            results = await self._summed(collection, requests, retrievers[0], query)
+            if results is not None:
+                return results, facets
         rounds = query.group_max_fetches if query.group_field else 1
         payloads: dict[str, StoredPoint] = {}
         engine_s = fusion_s = 0.0
@@ -286,6 +302,32 @@ class Searcher:
             for index, more in zip(asked, answers, strict=True):
                 completed[index] = sorted([*hits[index], *more], key=lambda hit: -hit.score)
         return completed, len(pool)
+
+    async def _summed(
+        self, collection: str, requests: list[ArmQuery], retriever: Retriever, query: SearchQuery
+    ) -> list[dict[str, Any]] | None:
+        """The answer of a search with one retriever, ranked by the store in one query: no hit
+        lists to fuse, and ids read for the best only. None where two of the best scores tie,
+        which fusion breaks by the arms' raw scores (the caller fuses then)."""
+        started = time.perf_counter()
+        ranking = await self._store.query_summed(
+            collection, requests, retriever.field_weights, query.limit
+        )
+        ranked = time.perf_counter()
+        head = ranking.scores[: query.limit + 1]
+        if any(score == after for score, after in pairwise(head)):
+            return None
+        mode = query.fusion_mode or FusionMode.LINEAR
+        scores = retriever_scores(ranking.scores, retriever.weight, mode, query.limit)
+        threshold = query.score_threshold
+        results = [
+            {**public_document(point.payload), "score": score, "vector_scores": []}
+            for point, score in zip(ranking.best, scores, strict=True)
+            if point is not None and (threshold is None or score >= threshold)
+        ]
+        self._stage("engine", ranked - started)
+        self._stage("fusion", time.perf_counter() - ranked)
+        return results
 
     def _stage(self, stage: str, seconds: float) -> None:
         self._recorder.observe(SEARCH_STAGE_SECONDS, seconds, stage=stage)

@@ -36,6 +36,7 @@ from worker.store.protocol import (
     ScrollPage,
     StoredPoint,
     StoreInfo,
+    SummedRanking,
 )
 
 log = logging.getLogger(__name__)
@@ -207,6 +208,11 @@ class Replicator:
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
         return await self._store.query_arms(name, arms)
+
+    async def query_summed(
+        self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
+    ) -> SummedRanking:
+        return await self._store.query_summed(name, arms, weights, top)
 
     async def maintain(self, name: str) -> None:
         await self._store.maintain(name)

@@ -64,21 +64,26 @@ def parse(argv: list[str]) -> Plan:
 def engine_rows(
     root: Path, searches: list[engine.Planned], tops: dict[int, list[str]], seconds: float
 ) -> tuple[list[Row], tuple[int, int]]:
-    """The engine's rows (1 thread, then one per core; query only, then with retrieve) and how
-    many of Braid's answers its fused top matched."""
+    """The engine's rows (1 thread, then one per core: Braid's query, then with the payloads'
+    retrieve; then the arms' batch in 1 thread) and how many of Braid's answers its top matched."""
     with engine.open_shard(root, workload.COLLECTION) as (shard, schema):
         compiled = engine.compile_all(shard, schema, searches)
         same = sum(compiled[index].top_docs == ids for index, ids in tops.items())
-        rows = []
-        for threads in sorted({1, os.cpu_count() or 1}):
+        plans = [
+            (threads, label, work)
+            for threads in sorted({1, os.cpu_count() or 1})
             for label, work in (
-                ("query only", engine.query_only),
-                ("query + retrieve", engine.with_retrieve),
-            ):
-                name = f"engine, {threads} thread{'s' if threads > 1 else ''}, {label}"
-                say(f"{name}: {seconds:.0f} s")
-                timing = engine.timed(work(shard, compiled), len(compiled), threads, seconds)
-                rows.append(Row(name, timing.searches, timing.seconds, {ENGINE: timing.cpu_s}))
+                ("Braid's query", engine.summed_only),
+                ("Braid's query + retrieve", engine.summed_and_retrieve),
+            )
+        ]
+        plans.append((1, "the arms' batch (fused outside)", engine.batch_only))
+        rows = []
+        for threads, label, work in plans:
+            name = f"engine, {threads} thread{'s' if threads > 1 else ''}, {label}"
+            say(f"{name}: {seconds:.0f} s")
+            timing = engine.timed(work(shard, compiled), len(compiled), threads, seconds)
+            rows.append(Row(name, timing.searches, timing.seconds, {ENGINE: timing.cpu_s}))
         return rows, (same, len(tops))
 
 

@@ -1,11 +1,13 @@
-"""The engine alone: the exact batch queries Braid's worker sends for a search, run directly against
-the collection's shard with qdrant-edge in this process, in 1 and N threads.
+"""The engine alone: the exact query a search node sends for a search, run directly against the
+collection's shard with qdrant-edge in this process, in 1 and N threads.
 
-The requests are built with the worker's own code (worker.querying's arms and candidate window,
-core.lexical's query vectors with each slot's parameters, edge_convert's request with IDF over the
-live points), so the engine answers the same question Braid asks; the fused top 10 of each answer is
-compared with Braid's over HTTP to prove it. The shard is opened the way the worker opens it
-(edge_folder.load), after the worker stopped and closed it, holding the folder's lock.
+The requests are built with Braid's own code (worker.querying's arms and candidate window,
+core.lexical's query vectors with each slot's parameters, edge_convert's summed query with IDF as
+the store counts it), so the engine answers the same question Braid asks; the top 10 of each
+answer is compared with Braid's over HTTP to prove it. The arms' batch a search node sent before
+(each arm's hits, fused in Python) is timed beside it. The shard is opened the way the worker
+opens it (edge_folder.load, one search thread), after the worker stopped and closed it, holding
+the folder's lock.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from worker.fusion import Retriever, fuse
 from worker.querying import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
-from worker.store.ids import DOC_ID_KEY, point_id
+from worker.store.ids import DOC_ID_KEY
 from worker.store.protocol import ArmQuery, CollectionSchema
 
 
@@ -65,29 +67,37 @@ def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
 
 @dataclass(frozen=True)
 class Compiled:
-    """A search in the engine's terms: the batch request and the point ids of its fused top."""
+    """A search in the engine's terms: the one query a search node sends (the arms as prefetches,
+    summed by a formula), the arms' batch it sent before (each arm's hits, fused in Python), and
+    the point ids and document ids of the query's top."""
 
+    summed: qe.QueryRequest
     batch: qe.QueryBatchRequest
     top_points: list[int | UUID | str]  # the engine's point ids, as retrieve takes them
     top_docs: list[str]
+    fused_docs: list[str]  # the top of the arms' batch, fused as worker.fusion does
 
 
 def compile_all(
     engine: qe.EdgeShard, schema: CollectionSchema, searches: Sequence[Planned]
 ) -> list[Compiled]:
-    """Engine requests for every search; runs each once (a warm-up) to fuse its top like the
-    worker does, so the timed loops fetch the same payloads the worker would."""
-    size = engine.count(qe.CountRequest(exact=True))
+    """Engine requests for every search; runs each once (a warm-up) to find its top like a
+    search node does, so the timed loops fetch the same payloads it would."""
+    large = engine.count(qe.CountRequest(exact=True)) >= convert.INDEX_IDF_FROM
     out = []
     for search in searches:
-        batch = convert.to_batch(search.arms, schema, size >= convert.INDEX_IDF_FROM)
+        [retriever] = search.retrievers
+        summed = convert.to_summed(search.arms, retriever.field_weights, schema, large)
+        points = [point.id for point in engine.query(summed)[: search.limit]]
+        records = {r.id: r for r in engine.retrieve(points, [DOC_ID_KEY], False)}
+        top = [str((records[p].payload or {})[DOC_ID_KEY]) for p in points if p in records]
+        batch = convert.to_batch(search.arms, schema, large)
         results = engine.query_batch(batch)
         _, unknown = convert.to_hits(results)
         convert.learn(engine.retrieve(unknown, [DOC_ID_KEY], False))
         hits, _ = convert.to_hits(results)
-        top = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
-        points: list[int | UUID | str] = [point_id(doc) for doc in top]
-        out.append(Compiled(batch, points, top))
+        fused = [f.doc_id for f in fuse(hits, search.retrievers, search.fusion)[: search.limit]]
+        out.append(Compiled(summed, batch, list(points), top, fused))
     return out
 
 
@@ -112,18 +122,27 @@ class Timing:
     cpu_s: float  # the whole process, every thread
 
 
-def query_only(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
+def summed_only(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
     def work(index: int) -> None:
-        engine.query_batch(compiled[index].batch)
+        engine.query(compiled[index].summed)
 
     return work
 
 
-def with_retrieve(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
+def summed_and_retrieve(
+    engine: qe.EdgeShard, compiled: Sequence[Compiled]
+) -> Callable[[int], None]:
     def work(index: int) -> None:
         search = compiled[index]
-        engine.query_batch(search.batch)
-        engine.retrieve(search.top_points, True, False)  # payloads, no vectors: as the worker
+        engine.query(search.summed)
+        engine.retrieve(search.top_points, True, False)  # payloads, no vectors: as a search node
+
+    return work
+
+
+def batch_only(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[int], None]:
+    def work(index: int) -> None:
+        engine.query_batch(compiled[index].batch)
 
     return work
 

@@ -17,6 +17,7 @@ from worker.store.protocol import (
     CollectionMissing,
     Store,
     StoreError,
+    summed_ranking,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -222,6 +223,40 @@ async def test_several_arms_return_one_hit_list_per_arm_in_order(docs: Store) ->
     assert ids(lex) == ["rare"]
     assert ids(raw)[0] == "common" and len(raw) == 3
     assert await docs.query_arms(COLLECTION, []) == []
+
+
+async def test_summed_query_ranks_the_weighted_sum_of_the_arms_with_the_best_payloads(
+    docs: Store,
+) -> None:
+    # "both" is in both arms' windows; "dense" only in the dense arm's, "lex" only in the lexical
+    # arm's, so each of those adds 0 for the arm that missed it.
+    await docs.upsert(
+        COLLECTION,
+        [
+            point("both", [1.0, 0, 0, 0], {1: 1.0}, title="both"),
+            point("dense", [1.0, 0.2, 0, 0], {2: 1.0}, title="dense"),
+            point("lex", [0, 0, 0, 1.0], {1: 2.0}, title="lex"),
+            point("neither", [0, 0, 1.0, 0], {3: 1.0}, title="neither"),
+        ],
+    )
+    arms = [ArmQuery("dense", [1.0, 0, 0, 0], 2), ArmQuery("raw", sparse({1: 1.0}), 2)]
+    weights = (1.0, 0.25)
+    hits = await docs.query_arms(COLLECTION, arms)
+    expected = summed_ranking(hits, weights)
+    assert [doc for doc, _ in expected] == ["both", "dense", "lex"]
+    ranking = await docs.query_summed(COLLECTION, arms, weights, 2)
+    assert ranking.scores == pytest.approx([score for _, score in expected], rel=1e-5)
+    assert [p.doc_id if p else None for p in ranking.best] == ["both", "dense"]
+    assert [p.payload["title"] if p else None for p in ranking.best] == ["both", "dense"]
+
+
+async def test_summed_query_of_one_arm_is_its_hits(docs: Store) -> None:
+    await idf_corpus(docs)
+    arm = [ArmQuery("lex", sparse({1: 1.0, 2: 1.0}), 3)]
+    [hits] = await docs.query_arms(COLLECTION, arm)
+    ranking = await docs.query_summed(COLLECTION, arm, (0.4,), 1)  # one arm: no weighting
+    assert ranking.scores == pytest.approx([h.score for h in hits], rel=1e-5)
+    assert [p.doc_id if p else None for p in ranking.best] == ids(hits)[:1]
 
 
 async def test_queries_run_while_writes_are_in_flight(docs: Store) -> None:

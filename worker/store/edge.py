@@ -14,6 +14,7 @@ from typing import IO, Any, TypeVar
 
 import qdrant_edge as qe
 
+from worker.store import edge_calls as calls
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store import edge_optimize as optimizer
@@ -33,6 +34,7 @@ from worker.store.protocol import (
     StoredPoint,
     StoreError,
     StoreInfo,
+    SummedRanking,
 )
 
 log = logging.getLogger(__name__)
@@ -179,7 +181,7 @@ class EdgeStore:
         return {p.doc_id: p for p in points}
 
     async def count(self, name: str) -> int:
-        return await self._use(name, _count)
+        return await self._use(name, calls.count)
 
     async def scroll(
         self,
@@ -215,6 +217,14 @@ class EdgeStore:
             hits, _ = convert.to_hits(results)
         return hits
 
+    async def query_summed(
+        self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
+    ) -> SummedRanking:
+        shard = self._shard(name)
+        large = shard.base >= self._index_idf_from
+        request = convert.to_summed(arms, weights, shard.schema, large)
+        return await self._use(name, lambda e: calls.summed(e, request, top))
+
     async def empty(self, name: str) -> None:
         """Drop the shard and make a fresh one with the same schema (IDF statistics reset too)."""
         async with self._table:
@@ -232,7 +242,7 @@ class EdgeStore:
         for name in sorted(self._shards) if names is None else names:
             shard = self._shard(name)
             async with shard.writes:
-                copy = functools.partial(_copy_shard, self._root / name, target / name)
+                copy = functools.partial(calls.copy_shard, self._root / name, target / name)
                 await self._on(shard, name, copy)
         # Each shard was flushed before it was copied: the copy opens without replaying logs.
         await asyncio.to_thread(folder.mark_closed_cleanly, target)
@@ -274,7 +284,7 @@ class EdgeStore:
                 shard.engine = await _in_thread(
                     folder.install, self._root, name, shard.engine, copy
                 )
-                shard.base = await _in_thread(_count, shard.engine)
+                shard.base = await _in_thread(calls.count, shard.engine)
                 shard.changed, shard.checked = shard.changed - seen, True
             # Outside the gate: searches go on while malloc returns what the swap freed.
             await asyncio.to_thread(heap.release_free_heap)
@@ -303,7 +313,7 @@ class EdgeStore:
             for shard in self._shards.values():
                 async with shard.gate.exclusive():
                     shard.closed = True
-                    await _in_thread(_close, shard.engine)
+                    await _in_thread(calls.close, shard.engine)
             self._shards.clear()
             await asyncio.to_thread(folder.mark_closed_cleanly, self._root)
             self._lock.close()
@@ -322,7 +332,7 @@ class EdgeStore:
     async def _write(self, name: str, operation: qe.UpdateOperation, changed: int) -> None:
         shard = self._shard(name)
         async with shard.writes:
-            apply = _apply_unflushed if self._replica else _apply
+            apply = calls.apply_unflushed if self._replica else calls.apply
             await self._on(shard, name, lambda e: apply(e, operation))
             if shard.journal is not None:  # an optimized copy is being made: it needs this too
                 shard.journal.append(operation)
@@ -362,37 +372,12 @@ def _guarded(fn: Callable[..., T], *args: Any) -> T:
         raise StoreError(str(exc)) from exc
 
 
-# --- engine calls (blocking; run in threads) ---
-
-
-def _apply(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
-    engine.update(operation)
-    engine.flush()  # msyncs the WAL and segments: the write is durable when this returns
-
-
-def _copy_shard(source: Path, target: Path, engine: qe.EdgeShard) -> None:
-    folder.copy_shard(engine, source, target)
-
-
-def _apply_unflushed(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
-    engine.update(operation)
-
-
-def _count(engine: qe.EdgeShard) -> int:
-    return engine.count(qe.CountRequest(exact=True))
-
-
-def _close(engine: qe.EdgeShard) -> None:
-    engine.flush()
-    engine.close()
-
-
 def _load_all(root: Path) -> dict[str, _Shard]:
     folder.recover(root)
     shards = {}
     for path in folder.collection_dirs(root):
         engine, schema = folder.load(path)
-        shards[path.name] = _Shard(engine, schema, _count(engine))
+        shards[path.name] = _Shard(engine, schema, calls.count(engine))
         shards[path.name].checked = False
     return shards
 

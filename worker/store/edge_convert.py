@@ -77,27 +77,70 @@ INDEX_IDF_FROM = 25_000
 def to_batch(arms: list[ArmQuery], schema: CollectionSchema, large: bool) -> qe.QueryBatchRequest:
     """One engine batch for a search's arms; a sparse arm with IDF counts it from the index
     statistics when the shard is large (INDEX_IDF_FROM points or more), else over live points."""
+    modes = _idf_modes(arms, schema, large)
+    return qe.QueryBatchRequest(
+        [to_request(arm, idf) for arm, idf in zip(arms, modes, strict=True)]
+    )
+
+
+def to_summed(
+    arms: list[ArmQuery], weights: tuple[float, ...], schema: CollectionSchema, large: bool
+) -> qe.QueryRequest:
+    """One engine query ranking the arms' candidates by the weighted sum of their scores, 0 for an
+    arm whose window missed the candidate (protocol.summed_ranking): each arm is a prefetch and a
+    formula sums them. It returns every candidate, so the lowest sum is known (min-max)."""
+    modes = _idf_modes(arms, schema, large)
+    if len(arms) == 1:
+        return to_request(arms[0], modes[0])
+    prefetches = [
+        qe.Prefetch(
+            limit=arm.limit,
+            query=_nearest(arm),
+            params=_params(arm, idf),
+            filter=to_filter(arm.filter),
+        )
+        for arm, idf in zip(arms, modes, strict=True)
+    ]
+    scores = [f"$score[{index}]" for index in range(len(arms))]
+    terms = [
+        qe.Expression.Mult([qe.Expression.Constant(weight), qe.Expression.Variable(score)])
+        for weight, score in zip(weights, scores, strict=True)
+    ]
+    formula = qe.Formula(qe.Expression.Sum(terms), dict.fromkeys(scores, 0.0))
+    return qe.QueryRequest(
+        limit=sum(arm.limit for arm in arms),
+        prefetches=prefetches,
+        query=formula,
+        with_payload=False,
+    )
+
+
+def _idf_modes(arms: list[ArmQuery], schema: CollectionSchema, large: bool) -> list[Idf]:
     mode = Idf.INDEX if large else Idf.LIVE
     idf_slots = {slot.name for slot in schema.sparse if slot.idf}
-    return qe.QueryBatchRequest(
-        [to_request(arm, mode if arm.slot in idf_slots else Idf.NONE) for arm in arms]
-    )
+    return [mode if arm.slot in idf_slots else Idf.NONE for arm in arms]
 
 
 def to_request(arm: ArmQuery, idf: Idf) -> qe.QueryRequest:
-    query = qe.Query.Nearest(to_edge_vector(arm.vector), using=arm.slot)
-    params = None
-    if idf is Idf.LIVE:
-        # The engine then counts, per query term, the postings whose point has this vector.
-        live = qe.Filter(must=[qe.HasVectorCondition(arm.slot)])
-        params = qe.SearchParams(idf=qe.IdfParams(corpus=live))
     return qe.QueryRequest(
         limit=arm.limit,
-        query=query,
+        query=_nearest(arm),
         filter=to_filter(arm.filter),
         with_payload=False,  # the hits' document ids come from DocIds (`to_hits`)
-        params=params,
+        params=_params(arm, idf),
     )
+
+
+def _nearest(arm: ArmQuery) -> qe.Query:
+    return qe.Query.Nearest(to_edge_vector(arm.vector), using=arm.slot)
+
+
+def _params(arm: ArmQuery, idf: Idf) -> qe.SearchParams | None:
+    if idf is not Idf.LIVE:
+        return None
+    # The engine then counts, per query term, the postings whose point has this vector.
+    live = qe.Filter(must=[qe.HasVectorCondition(arm.slot)])
+    return qe.SearchParams(idf=qe.IdfParams(corpus=live))
 
 
 def to_hits(results: list[list[qe.ScoredPoint]]) -> tuple[list[list[ArmHit]], list[Any]]:

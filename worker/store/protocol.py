@@ -98,6 +98,30 @@ class ArmHit(NamedTuple):  # a tuple: a search makes hundreds
     score: float
 
 
+@dataclass
+class SummedRanking:
+    """What `Store.query_summed` answers: every candidate's summed score, best first, and the
+    stored points of the first `top` (None where one was deleted meanwhile)."""
+
+    scores: list[float]
+    best: list[StoredPoint | None]
+
+
+def summed_ranking(
+    arm_hits: list[list[ArmHit]], weights: tuple[float, ...]
+) -> list[tuple[str, float]]:
+    """(document, score) best first over the arms' candidates: one arm's hits as ranked, or the
+    weighted sum of the arms' scores (a candidate missing from an arm's hits adds 0 there), ties
+    by document id."""
+    if len(arm_hits) == 1:  # a weight alone changes no rank and no min-max
+        return [(hit.doc_id, hit.score) for hit in arm_hits[0]]
+    summed: dict[str, float] = {}
+    for hits, weight in zip(arm_hits, weights, strict=True):
+        for hit in hits:
+            summed[hit.doc_id] = summed.get(hit.doc_id, 0.0) + weight * hit.score
+    return sorted(summed.items(), key=lambda item: (-item[1], item[0]))
+
+
 @dataclass(frozen=True)
 class StoreInfo:
     kind: str  # "qdrant" (server) or "qdrant-edge" (embedded)
@@ -168,6 +192,12 @@ class Store(Protocol):
 
     async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
         """Run every arm as one batch; hits per arm, best first."""
+
+    async def query_summed(
+        self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
+    ) -> SummedRanking:
+        """The arms' candidates ranked as `summed_ranking` ranks their hits, with the stored
+        points of the first `top`: one retriever's search in one query where the engine sums."""
 
     async def empty(self, name: str) -> None:
         """Remove every point, keep the collection and its schema."""

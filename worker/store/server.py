@@ -24,7 +24,9 @@ from worker.store.protocol import (
     StoredPoint,
     StoreError,
     StoreInfo,
+    SummedRanking,
     VectorValue,
+    summed_ranking,
 )
 
 _DISTANCES = {
@@ -164,6 +166,15 @@ class ServerStore:
             self._idf_slots.pop(name, None)  # another worker may have remade the collection
             raise
         return [[_to_hit(p) for p in r.points] for r in responses]
+
+    async def query_summed(
+        self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
+    ) -> SummedRanking:
+        """The arms' hits summed here: two calls, where the embedded engine's formula makes one."""
+        ranking = summed_ranking(await self.query_arms(name, arms), weights)
+        best = [doc_id for doc_id, _ in ranking[:top]]
+        stored = await self.retrieve(name, best)
+        return SummedRanking([score for _, score in ranking], [stored.get(d) for d in best])
 
     async def empty(self, name: str) -> None:
         """Delete every point; the collection, its config and its indexes stay as they are."""

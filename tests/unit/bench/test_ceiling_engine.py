@@ -32,5 +32,7 @@ async def test_compiled_searches_name_the_documents_the_store_found(
     with engine.open_shard(tmp_path, COLLECTION) as (shard, schema):
         [compiled] = engine.compile_all(shard, schema, [search])
         assert compiled.top_docs == ["near", "close"]
-        timing = engine.timed(engine.with_retrieve(shard, [compiled]), 1, threads=1, seconds=0.2)
-        assert timing.searches > 0
+        assert compiled.fused_docs == ["near", "close"]
+        for work in (engine.summed_and_retrieve, engine.batch_only):
+            timing = engine.timed(work(shard, [compiled]), 1, threads=1, seconds=0.2)
+            assert timing.searches > 0

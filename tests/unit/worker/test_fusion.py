@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.enums import FusionMode
-from worker.fusion import Retriever, fuse
-from worker.store.protocol import ArmHit
+from worker.fusion import Retriever, fuse, retriever_scores
+from worker.store.protocol import ArmHit, summed_ranking
 
 
 def one_per_arm(weights: list[float]) -> list[Retriever]:
@@ -87,3 +87,18 @@ def test_over_a_pool_a_document_missing_from_a_list_scored_zero_there() -> None:
     assert pooled == pytest.approx({"a": 1.0 + 0.5, "b": 0.5 + 0.0, "c": 0.0 + 1.0})
     listed = {f.doc_id: f.score for f in fuse(arms, one_per_arm([1.0, 1.0]), FusionMode.LINEAR)}
     assert listed == pytest.approx({"a": 1.5, "b": 0.0, "c": 1.0})
+
+
+@pytest.mark.parametrize("mode", [FusionMode.LINEAR, FusionMode.RRF])
+def test_one_retrievers_scores_from_its_ranking_alone_are_what_fusion_gives(
+    mode: FusionMode,
+) -> None:
+    # What a search node computes from the store's summed ranking (Store.query_summed), without
+    # the arms' hit lists: the same scores fuse gives the retriever's first candidates.
+    arms = [hits(("a", 3.0), ("b", 2.0), ("c", 1.0)), hits(("b", 4.0), ("d", 0.5))]
+    retriever = Retriever((0, 1), 0.7, (0.4, 1.0))
+    fused = fuse(arms, [retriever], mode)
+    ranking = summed_ranking(arms, retriever.field_weights)
+    scores = retriever_scores([s for _, s in ranking], retriever.weight, mode, top=3)
+    assert [doc for doc, _ in ranking[:3]] == [f.doc_id for f in fused[:3]]
+    assert scores == pytest.approx([f.score for f in fused[:3]])
