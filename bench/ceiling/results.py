@@ -126,12 +126,14 @@ def method(result: Ceiling) -> list[str]:
         "RabbitMQ and epmd; other: supervisord). **Engine**: then the worker is stopped (it "
         "closes the store) and the same "
         f"shard folder is opened with qdrant-edge-py {result.engine_version} in the benchmark's "
-        "process; each search is the batch a search node sends (built with Braid's own code: arms, "
-        "lexical query vectors, IDF as the store counts it for a shard this size, the candidate "
-        "window), then for 'query + retrieve' the payloads of the fused top 10, as a search node "
-        "fetches them; fusion was done "
-        f"once beforehand. 1 thread, then {result.threads} (one per core), {result.seconds:.0f} s "
-        "each; CPU is the process's CPU time over the window. The engine's top 10 matched "
+        "process, with Braid's engine settings (one search thread); each search is the query a "
+        "search node sends (built with Braid's own code: the arms as prefetches, lexical query "
+        "vectors, IDF as the store counts it for a shard this size, the candidate window, a "
+        "formula summing the arms with the field weights), then for '+ retrieve' the payloads of "
+        "its top 10, as a search node fetches them; 'the arms' batch' is each arm's hits alone, "
+        "which a search node sent before and fused in Python (fusion not timed). 1 thread, then "
+        f"{result.threads} (one per core), {result.seconds:.0f} s each; CPU is the process's CPU "
+        "time over the window. The engine's top 10 matched "
         f"Braid's answer for {same:,} of {compared:,} queries.",
         "",
     ]
