@@ -68,6 +68,20 @@ class KeyRing:
     def enabled(self) -> bool:
         return bool(self._keys)
 
+    def refusal(self, presented: list[str], needed: Role) -> str | None:
+        """Why the keys `presented` (the api-key header's, the bearer token's) may not do what
+        needs the role `needed`; None when they may."""
+        if not self.enabled or needed is Role.PUBLIC:
+            return None
+        if not presented:
+            return "Not authenticated: send the key in 'api-key' or 'Authorization'"
+        granted = [role for role in map(self.role_of, presented) if role is not None]
+        if not granted:
+            return "Invalid API key"
+        if max(granted) < needed:
+            return f"This key may not do this: it needs the {needed.name.lower()} role"
+        return None
+
     def role_of(self, presented: str) -> Role | None:
         """The highest role the key grants; every key is compared, each in constant time."""
         candidate = presented.encode()
@@ -97,13 +111,7 @@ async def authorize(
         return
     route = request.scope["route"]
     needed = required_role(request.method, route.path)
-    if needed is Role.PUBLIC:
-        return
     presented = [k for k in (api_key, bearer.credentials if bearer else None) if k]
-    if not presented:
-        raise _unauthorized("Not authenticated: send the key in 'api-key' or 'Authorization'")
-    granted = [role for role in map(keys.role_of, presented) if role is not None]
-    if not granted:
-        raise _unauthorized("Invalid API key")
-    if max(granted) < needed:
-        raise _unauthorized(f"This key may not do this: it needs the {needed.name.lower()} role")
+    refusal = keys.refusal(presented, needed)
+    if refusal is not None:
+        raise _unauthorized(refusal)
