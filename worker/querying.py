@@ -213,7 +213,7 @@ class Searcher:
         if not arms:
             return [], facets
         started = time.perf_counter()
-        vectors = await asyncio.gather(*(self._query_vector(a, query.query) for a in arms))
+        vectors = await self._query_vectors(arms, query.query)
         embedded = time.perf_counter()
         self._stage("query_embedding", embedded - started)
         retrievers = plan_retrievers(arms)
@@ -346,6 +346,15 @@ class Searcher:
         present = [f.doc_id for f in ranked if f.doc_id in payloads]
         kept = set(cap_groups(present, groups, query.group_max, query.limit))
         return [f for f in ranked if f.doc_id in kept]
+
+    async def _query_vectors(self, arms: list[Arm], text: str) -> list[Any]:
+        """Each arm's query vector. The arms of one vector (its fields) share theirs: it depends
+        on the vector, the text and the trigram weight, never on the field."""
+        keys = [(arm.slot.vector.name, arm.trigram_weight) for arm in arms]
+        one_per_key = dict(zip(keys, arms, strict=True))
+        made = await asyncio.gather(*(self._query_vector(a, text) for a in one_per_key.values()))
+        by_key = dict(zip(one_per_key, made, strict=True))
+        return [by_key[key] for key in keys]
 
     async def _query_vector(self, arm: Arm, text: str) -> Any:
         if arm.slot.kind.is_custom:
