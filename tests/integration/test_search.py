@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.helpers import create, doc, hybrid_collection, search_ids
+from tests.integration.helpers import (
+    create,
+    doc,
+    hybrid_collection,
+    keyword_collection,
+    search_ids,
+    wait_until,
+)
 
 CAT = doc("cat", "A small cat sat on the mat and purred all afternoon.")
 TAX = doc("tax", "Quarterly tax filing deadlines for small businesses.")
@@ -91,3 +99,30 @@ def test_search_on_missing_collection_is_404(client: httpx.Client) -> None:
     response = client.post("/v1/collections/does-not-exist/search", json={"query": "x"})
     assert response.status_code == 404
     assert response.json()["detail"] == "Configuration not found"
+
+
+def test_documents_that_tie_are_ranked_by_id(client: httpx.Client) -> None:
+    # One retriever (the keyword vector over name and content): the store ranks such a search in
+    # one query, and where its best scores tie the node fuses the arms' hits instead, which
+    # breaks ties by raw score and then by id. The engine's own order of equal scores is its
+    # points' order (uuid5 of the ids), which ids sent in this order would not match. One bulk
+    # batch, so every copy of the text gets the same vector (its length statistics are the
+    # batch's).
+    name = f"t{uuid.uuid4().hex[:10]}"
+    create(client, name, keyword_collection())
+    text = "Apple orchard harvest notes from the northern valley."
+    tied = ["tie-e", "tie-b", "tie-f", "tie-a", "tie-d", "tie-c"]
+    bodies = [doc("best", f"{text} Apple orchard apple orchard."), *(doc(d, text) for d in tied)]
+    bulk = client.post(f"/v1/collections/{name}/documents/bulk", json={"documents": bodies})
+    assert bulk.status_code == 200, bulk.text
+
+    def ranked() -> list[dict[str, Any]]:
+        response = client.post(f"/v1/collections/{name}/search", json={"query": "apple orchard"})
+        assert response.status_code == 200, response.text
+        results: list[dict[str, Any]] = response.json()["results"]
+        return results
+
+    wait_until(lambda: len(ranked()) == 7)  # all indexed
+    results = ranked()
+    assert len({hit["score"] for hit in results[1:]}) == 1
+    assert [hit["id"] for hit in results] == ["best", *sorted(tied)]
