@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from core.catalog import Catalog
 from core.enums import EmbedKind, OpType
@@ -43,7 +44,7 @@ class Write:
 @dataclass
 class _Plan:
     points: list[PointWrite] = field(default_factory=list)
-    payload_only: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    payload_only: dict[str, dict[str, Any]] = field(default_factory=dict)
     deletes: list[str] = field(default_factory=list)
     stat_deltas: dict[str, tuple[int, int]] = field(default_factory=dict)
     indexed: dict[str, datetime] = field(default_factory=dict)
@@ -225,7 +226,7 @@ class Indexer:
                 payload = to_payload(
                     write.document, config.store_content, hashes[write.doc_id], lengths
                 )
-                plan.payload_only.append((write.doc_id, payload))
+                plan.payload_only[write.doc_id] = payload
                 plan.indexed[write.doc_id] = write.timestamp
             else:
                 changed.append(write)
@@ -310,8 +311,8 @@ class Indexer:
     async def _execute(self, collection: str, plan: _Plan) -> None:
         if plan.points:
             await self._store.upsert(collection, plan.points)
-        for doc_id, payload in plan.payload_only:
-            await self._store.overwrite_payload(collection, doc_id, payload)
+        if plan.payload_only:
+            await self._store.overwrite_payloads(collection, plan.payload_only)
         if plan.deletes:
             await self._store.delete(collection, plan.deletes)
         await self._stats.apply(collection, plan.stat_deltas)

@@ -155,7 +155,7 @@ class Replica:
         elif written.op == "upsert":
             await store.upsert(name, written.store_points())
         elif written.op == "overwrite":
-            await store.overwrite_payload(name, written.doc_ids[0], written.payload or {})
+            await store.overwrite_payloads(name, written.payloads)
         elif written.op == "delete":
             await store.delete(name, written.doc_ids)
 

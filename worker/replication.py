@@ -14,7 +14,9 @@ holds it (read-your-writes across processes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -30,6 +32,7 @@ from worker.store.edge import EdgeStore
 from worker.store.protocol import (
     ArmHit,
     ArmQuery,
+    CollectionMissing,
     CollectionSchema,
     PointFilter,
     PointWrite,
@@ -78,7 +81,7 @@ class Written(BaseModel):
     collection: str = ""
     points: list[WirePoint] = []
     doc_ids: list[str] = []
-    payload: dict[str, Any] | None = None
+    payloads: dict[str, dict[str, Any]] = {}
     collection_schema: dict[str, Any] | None = None
 
     def store_points(self) -> list[PointWrite]:
@@ -151,19 +154,32 @@ class Replicator:
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         wire = [WirePoint(doc_id=p.doc_id, payload=p.payload, vectors=p.vectors) for p in points]
-        async with self._lock:
+        async with self._lock, self._gap_on_failure():
             await self._store.upsert(name, points)
             await self._send("upsert", collection=name, points=wire)
 
-    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
-        async with self._lock:
-            await self._store.overwrite_payload(name, doc_id, payload)
-            await self._send("overwrite", collection=name, doc_ids=[doc_id], payload=payload)
+    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
+        async with self._lock, self._gap_on_failure():
+            await self._store.overwrite_payloads(name, payloads)
+            await self._send("overwrite", collection=name, payloads=payloads)
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
-        async with self._lock:
+        async with self._lock, self._gap_on_failure():
             await self._store.delete(name, doc_ids)
             await self._send("delete", collection=name, doc_ids=doc_ids)
+
+    @contextlib.asynccontextmanager
+    async def _gap_on_failure(self) -> AsyncIterator[None]:
+        """A write that failed may have been applied in part (the operations before the one
+        that failed): skip a sequence number, so the replicas see a gap at the next message and
+        copy the store again rather than miss what was applied."""
+        try:
+            yield
+        except CollectionMissing:  # nothing was applied
+            raise
+        except Exception:
+            self._position = Position(self._position.epoch, self._position.seq + 1)
+            raise
 
     async def _send(self, op: Op, advance: bool = True, **fields: Any) -> None:
         """Broadcast (under the lock). A write that could not be broadcast still counts: the

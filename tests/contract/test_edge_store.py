@@ -1,5 +1,6 @@
 """The embedded store beyond the Store contract: its folder (persistence, the lock, a rebuild cut
-short), its optimize in a child process, its IDF modes, and hits whose ids it must learn."""
+short), its optimize in a child process, its IDF modes, hits whose ids it must learn, and how the
+replication stream numbers a write that failed part way."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import logging
 import math
 import random
 from pathlib import Path
+from typing import cast
 
 import pytest
+from redis.asyncio import Redis
 
+from core.bus import Bus
 from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
+from worker.replication import Position, Replicator
 from worker.store import edge_convert
 from worker.store.edge import EdgeStore
 from worker.store.ids import DocIds
-from worker.store.protocol import ArmQuery, StoreLocked
+from worker.store.protocol import ArmQuery, CollectionMissing, StoreError, StoreLocked
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,7 +29,7 @@ async def test_edge_data_survives_close_and_reopen(store_root: Path) -> None:
     first = await EdgeStore.open(store_root)
     await first.create_collection(COLLECTION, SCHEMA)
     await first.upsert(COLLECTION, [point("a", [0, 1.0, 0, 0], {4: 0.5}, v=1), point("b")])
-    await first.overwrite_payload(COLLECTION, "a", {"v": 2})
+    await first.overwrite_payloads(COLLECTION, {"a": {"v": 2}})
     await first.delete(COLLECTION, ["b"])
     await first.close()
     again = await EdgeStore.open(store_root)
@@ -192,11 +197,14 @@ async def test_edge_writes_made_while_optimizing_survive_the_swap(
             late = random_points(1600, seed=4)[1500:]
             await edge.upsert(COLLECTION, late)
             await edge.delete(COLLECTION, ["d0", "d1"])
+            with pytest.raises(StoreError):  # d2's is applied, the ghost's fails
+                await edge.overwrite_payloads(COLLECTION, {"d2": {"v": 9}, "ghost": {"v": 9}})
             await edge.maintenance_done()
         assert "optimized docs in" in caplog.text
         assert await edge.count(COLLECTION) == 1598
-        found = await edge.retrieve(COLLECTION, [p.doc_id for p in late] + ["d0"])
-        assert set(found) == {p.doc_id for p in late}
+        found = await edge.retrieve(COLLECTION, [p.doc_id for p in late] + ["d0", "d2"])
+        assert set(found) == {p.doc_id for p in late} | {"d2"}
+        assert found["d2"].payload == {"v": 9}  # replayed onto the copy: only what applied
     finally:
         await edge.close()
     reopened = await EdgeStore.open(store_root)
@@ -205,3 +213,26 @@ async def test_edge_writes_made_while_optimizing_survive_the_swap(
         assert not [p for p in store_root.iterdir() if p.name.startswith(".optimizing-")]
     finally:
         await reopened.close()
+
+
+async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
+    store_root: Path, tmp_path: Path
+) -> None:
+    """The documents before the one that failed are written: the replicas cannot know which,
+    so the stream skips a number, and each replica copies the store at the next message."""
+    edge = await EdgeStore.open(store_root)
+    replicator = Replicator(edge, Bus("amqp://nowhere"), cast(Redis, None))  # broadcasts fail
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await replicator.upsert(COLLECTION, [point("a", v=1)])
+        assert await replicator.copy(tmp_path / "first", None) == Position(0, 1)
+        with pytest.raises(CollectionMissing):  # nothing written: no gap
+            await replicator.upsert("nope", [point("a")])
+        assert await replicator.copy(tmp_path / "second", None) == Position(0, 1)
+        with pytest.raises(StoreError):
+            await replicator.overwrite_payloads(COLLECTION, {"a": {"v": 2}, "ghost": {"v": 2}})
+        assert (await edge.retrieve(COLLECTION, ["a"]))["a"].payload == {"v": 2}
+        await replicator.delete(COLLECTION, ["a"])  # the next write: its number shows the gap
+        assert await replicator.copy(tmp_path / "third", None) == Position(0, 3)
+    finally:
+        await edge.close()

@@ -55,7 +55,8 @@ async def test_delete_of_absent_collection_is_fine(store: Store) -> None:
 
 MISSING_OPS: dict[str, Callable[[Store], Awaitable[object]]] = {
     "upsert": lambda s: s.upsert("nope", [point("a")]),
-    "overwrite_payload": lambda s: s.overwrite_payload("nope", "a", {"x": 1}),
+    "overwrite_payloads": lambda s: s.overwrite_payloads("nope", {"a": {"x": 1}}),
+    "overwrite_none": lambda s: s.overwrite_payloads("nope", {}),
     "delete": lambda s: s.delete("nope", ["a"]),
     "delete_none": lambda s: s.delete("nope", []),
     "upsert_none": lambda s: s.upsert("nope", []),
@@ -126,21 +127,32 @@ async def test_upsert_of_same_doc_id_replaces_it(docs: Store) -> None:
     assert got.vectors["lex"] == sparse({2: 1.0})
 
 
-async def test_overwrite_payload_changes_payload_but_not_vectors(docs: Store) -> None:
-    await docs.upsert(COLLECTION, [point("a", [0, 0, 1.0, 0], {5: 0.5}, v=1, gone="yes")])
-    await docs.overwrite_payload(COLLECTION, "a", {"v": 2})
-    got = (await docs.retrieve(COLLECTION, ["a"], with_vectors=True))["a"]
-    assert got.payload == {"v": 2}
-    assert got.vectors is not None
-    assert got.vectors["dense"] == pytest.approx([0, 0, 1.0, 0], abs=1e-6)
-    assert got.vectors["lex"] == sparse({5: 0.5})
+async def test_overwrite_payloads_changes_payloads_but_not_vectors(docs: Store) -> None:
+    await docs.upsert(
+        COLLECTION,
+        [
+            point("a", [0, 0, 1.0, 0], {5: 0.5}, v=1, gone="yes"),
+            point("b", [0, 1.0, 0, 0], v=1),
+            point("c", v=1),
+        ],
+    )
+    await docs.overwrite_payloads(COLLECTION, {"a": {"v": 2}, "b": {"v": 3, "new": True}})
+    got = await docs.retrieve(COLLECTION, ["a", "b", "c"], with_vectors=True)
+    assert {d: p.payload for d, p in got.items()} == {
+        "a": {"v": 2},
+        "b": {"v": 3, "new": True},
+        "c": {"v": 1},  # not asked for: untouched
+    }
+    assert got["a"].vectors is not None
+    assert got["a"].vectors["dense"] == pytest.approx([0, 0, 1.0, 0], abs=1e-6)
+    assert got["a"].vectors["lex"] == sparse({5: 0.5})
     hits = await docs.query_arms(COLLECTION, [ArmQuery("dense", [0, 0, 1.0, 0], 1)])
     assert ids(hits[0]) == ["a"]  # still found by id after the payload swap
 
 
-async def test_overwrite_payload_of_absent_doc_raises_and_creates_nothing(docs: Store) -> None:
+async def test_overwrite_payloads_of_absent_doc_raises_and_creates_nothing(docs: Store) -> None:
     with pytest.raises(StoreError) as caught:
-        await docs.overwrite_payload(COLLECTION, "ghost", {"v": 1})
+        await docs.overwrite_payloads(COLLECTION, {"ghost": {"v": 1}})
     assert not isinstance(caught.value, CollectionMissing)
     assert await docs.count(COLLECTION) == 0
 

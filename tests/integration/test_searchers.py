@@ -27,6 +27,7 @@ from tests.integration.helpers import (
     doc,
     doc_count,
     keyword_collection,
+    queue_total,
     search_ids,
     wait_until,
 )
@@ -131,6 +132,32 @@ def test_a_collection_made_and_dropped_is_seen_by_the_replicas_at_once(
         response = client.post("/v1/collections/fresh/search", json={"query": "lemon tart"})
         assert response.status_code == 200, response.text
         assert [hit["id"] for hit in response.json()["results"]] == ["y"]
+
+
+def test_unchanged_texts_resent_with_new_tags_reach_every_search_process(
+    client: httpx.Client,
+) -> None:
+    """A re-sent document whose text did not change is a payload-only overwrite: the worker
+    applies a batch of them as one write, and the replicas must apply each document's own
+    payload."""
+    create(client, "retag", keyword_collection())
+    ids = [f"r{i}" for i in range(6)]
+    first = [doc(i, f"lemon tart number {i}", 1, tags=["old"]) for i in ids]
+    again = [doc(i, f"lemon tart number {i}", 2, tags=[f"new-{i}"]) for i in ids]
+    for documents in (first, again):  # one request each: the worker takes it in one batch or few
+        body = {"documents": documents}
+        response = client.post("/v1/collections/retag/documents/bulk", json=body)
+        assert response.status_code == 200, response.text
+        wait_until(lambda: queue_total(client, "retag") == 0)
+    sync_version(client, "retag", "marker", 1)  # the replicas hold all before it, once answered
+    expected = {f"new-{i}": [i] for i in ids} | {"old": []}
+    for tag, found in expected.items():
+        body = {"query": "lemon tart", "document_tags": [tag]}
+        with httpx.Client(base_url=str(client.base_url), timeout=90.0) as fresh:
+            for _ in range(2):  # two searches a connection, a new connection for each tag
+                response = fresh.post("/v1/collections/retag/search", json=body)
+                assert response.status_code == 200, response.text
+                assert [hit["id"] for hit in response.json()["results"]] == found
 
 
 class Load:

@@ -157,20 +157,28 @@ class EdgeStore:
             self._shard(name)
             return
         operation = qe.UpdateOperation.upsert_points([convert.to_point(p) for p in points])
-        await self._write(name, operation, len(points))
+        await self._write(name, [operation], len(points))
 
-    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
-        # The engine replaces the whole payload, so the private document id goes back in.
-        full = stored_payload(doc_id, payload)
-        operation = qe.UpdateOperation.overwrite_payload([convert.point_id(doc_id)], full)
-        await self._write(name, operation, 0)
+    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
+        # The engine replaces the whole payload, so the private document id goes back in. One
+        # operation a point (each has its own payload), one flush for them all.
+        operations = [
+            qe.UpdateOperation.overwrite_payload(
+                [convert.point_id(doc_id)], stored_payload(doc_id, payload)
+            )
+            for doc_id, payload in payloads.items()
+        ]
+        if not operations:
+            self._shard(name)
+            return
+        await self._write(name, operations, 0)
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         if not doc_ids:
             self._shard(name)
             return
         operation = qe.UpdateOperation.delete_points([convert.point_id(d) for d in doc_ids])
-        await self._write(name, operation, len(doc_ids))
+        await self._write(name, [operation], len(doc_ids))
 
     async def retrieve(
         self, name: str, doc_ids: list[str], with_vectors: bool = False
@@ -329,13 +337,18 @@ class EdgeStore:
             raise CollectionMissing(name)
         return shard
 
-    async def _write(self, name: str, operation: qe.UpdateOperation, changed: int) -> None:
+    async def _write(
+        self, name: str, operations: list[qe.UpdateOperation], changed: int
+    ) -> None:
         shard = self._shard(name)
         async with shard.writes:
             apply = calls.apply_unflushed if self._replica else calls.apply
-            await self._on(shard, name, lambda e: apply(e, operation))
-            if shard.journal is not None:  # an optimized copy is being made: it needs this too
-                shard.journal.append(operation)
+            applied: list[qe.UpdateOperation] = []
+            try:
+                await self._on(shard, name, lambda e: apply(e, operations, applied))
+            finally:  # an optimized copy is being made: it needs what was applied too
+                if shard.journal is not None:
+                    shard.journal.extend(applied)
         shard.changed += changed
 
     async def _use(self, name: str, work: Callable[[qe.EdgeShard], T]) -> T:

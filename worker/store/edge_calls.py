@@ -12,13 +12,22 @@ from worker.store import edge_folder as folder
 from worker.store.protocol import SummedRanking
 
 
-def apply(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
-    engine.update(operation)
-    engine.flush()  # msyncs the WAL and segments: the write is durable when this returns
+def apply(
+    engine: qe.EdgeShard, operations: list[qe.UpdateOperation], applied: list[qe.UpdateOperation]
+) -> None:
+    """Apply in order, then one flush: it msyncs the WAL and segments, so every operation is
+    durable when this returns. Each one applied is added to `applied`: if one fails, those
+    before it stay applied (and are flushed by the next write)."""
+    apply_unflushed(engine, operations, applied)
+    engine.flush()
 
 
-def apply_unflushed(engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
-    engine.update(operation)
+def apply_unflushed(
+    engine: qe.EdgeShard, operations: list[qe.UpdateOperation], applied: list[qe.UpdateOperation]
+) -> None:
+    for operation in operations:
+        engine.update(operation)
+        applied.append(operation)
 
 
 def copy_shard(source: Path, target: Path, engine: qe.EdgeShard) -> None:

@@ -167,8 +167,9 @@ class Store(Protocol):
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         """Insert or replace whole points (payload and every vector)."""
 
-    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
-        """Replace a stored point's payload, keeping its vectors untouched."""
+    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
+        """Replace stored points' payloads (by document id), keeping their vectors untouched;
+        StoreError if one is absent (those before it in `payloads` may be replaced already)."""
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         """Delete points by document id; absent ids are ignored."""

@@ -102,13 +102,21 @@ class ServerStore:
         with _mapped(name):
             await self._client.upsert(name, points=structs, wait=True)
 
-    async def overwrite_payload(self, name: str, doc_id: str, payload: dict[str, Any]) -> None:
-        # Qdrant replaces the whole payload, so the private document id goes back in.
-        full = stored_payload(doc_id, payload)
-        with _mapped(name):
-            await self._client.overwrite_payload(
-                name, payload=full, points=[point_id(doc_id)], wait=True
+    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
+        # Qdrant replaces the whole payload, so the private document id goes back in. One
+        # request: an operation a point, as each has its own payload.
+        if not payloads:
+            return await self._require(name)
+        operations: list[models.UpdateOperation] = [
+            models.OverwritePayloadOperation(
+                overwrite_payload=models.SetPayload(
+                    payload=stored_payload(doc_id, payload), points=[point_id(doc_id)]
+                )
             )
+            for doc_id, payload in payloads.items()
+        ]
+        with _mapped(name):
+            await self._client.batch_update_points(name, operations, wait=True)
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         if not doc_ids:  # Qdrant refuses an empty update

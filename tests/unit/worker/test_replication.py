@@ -35,6 +35,12 @@ def test_an_upsert_crosses_the_wire_with_its_vectors_and_payload() -> None:
     assert back.store_points() == [point]
 
 
+def test_a_payload_overwrite_crosses_the_wire_with_each_documents_payload() -> None:
+    payloads = {"a": {"name": "n", "metadata": {"year": 2024}}, "b": {"name": "m"}}
+    written = Written(epoch=2, seq=6, op="overwrite", collection="c", payloads=payloads)
+    assert Written.model_validate_json(written.model_dump_json()).payloads == payloads
+
+
 def test_a_created_collection_crosses_the_wire_with_its_schema() -> None:
     schema = CollectionSchema(
         dense=[DenseSlot("dense", 384, DenseDistance.DOT)],
