@@ -12,7 +12,7 @@ from app.apidocs import install_api_docs
 from app.auth import KeyRing, authorize
 from app.context import ApiContext, OpenSearch
 from app.errors import install_error_handlers
-from app.fast_search import FastSearch
+from app.fast_routes import FastRoutes
 from app.limits import RequestLimits
 from app.metrics_sampler import MetricsSampler, RequestMetrics, cluster_counters
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
@@ -66,7 +66,7 @@ def create_app(settings: Settings, open_search: OpenSearch | None = None) -> Fas
         redoc_url=None,
     )
     app.state.keys = KeyRing(settings)
-    app.add_middleware(FastSearch)  # added first, so innermost: inside the limits and metrics
+    app.add_middleware(FastRoutes)  # added first, so innermost: inside the limits and metrics
     app.add_middleware(RequestMetrics, recorder=recorder)
     # Added last, so outermost: a too-large body is refused before anything reads it.
     app.add_middleware(RequestLimits, body_timeout_s=settings.body_timeout_s)

@@ -1,13 +1,17 @@
-"""The search fast path answers exactly as the route does: every request below gets the same
-status, body and answer headers from the assembled app with FastSearch and without it, whether
-the fast path serves it or hands it to the route.
+"""The fast paths answer exactly as the routes do: every request below gets the same status,
+body and answer headers from the assembled app with FastRoutes and without it, whether the fast
+path serves it or hands it to the route, and does the same work.
 
-The search node here is a stand-in that answers from a table (no engine, no stack): what is
-compared is the HTTP around it, which is all the fast path replaces."""
+The search node, the catalog, the ledger and the broker here are stand-ins that answer from a
+table and keep what they were given (no engine, no stack): what is compared is the HTTP around
+them, which is all the fast paths replace. The integration suite drives the real ones through
+the fast paths (every async upsert and search it sends)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +20,14 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from app.context import ApiContext
-from app.fast_search import FastSearch
+from app.fast_routes import FastRoutes
 from app.main import create_app
 from app.metrics_sampler import RequestMetrics
 from core.errors import CollectionNotFound, InvalidInput, Unavailable
+from core.ledger import QueuedWrite
+from core.messages import DocumentMessage
 from core.metrics import HTTP_RESPONSES, SEARCH_SECONDS
+from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult
 from core.settings import Settings
 
@@ -58,13 +65,68 @@ class TableNode:
         return SearchResponse(results=[hit][: query.limit], facet_counts=None, query_time_ms=0.5)
 
 
-def client(node: TableNode, fast: bool, **settings: Any) -> TestClient:
-    """The assembled app (no lifespan), with or without the fast path."""
+class TableCatalog:
+    """Knows every collection but `missing`; `books` holds a vector for custom vectors."""
+
+    async def require(self, name: str) -> CollectionConfig:
+        if name == "missing":
+            raise CollectionNotFound()
+        return CollectionConfig.model_validate(
+            {"vectors": [{"name": "kw", "type": "keyword", "index_fields": ["content"]}]}
+        )
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.queued: list[tuple[str, str]] = []
+        self.finished: list[tuple[str, str]] = []
+
+    async def enqueue(self, collection: str, items: list[QueuedWrite]) -> None:
+        self.queued += [(collection, item.doc_id) for item in items]
+
+    async def finish(self, collection: str, items: list[tuple[str, str]]) -> None:
+        self.finished += [(collection, doc_id) for _, doc_id in items]
+
+
+class Broker:
+    """Confirms every publish but those to the collection `full` (a 503, as a full queue)."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, str]] = []
+
+    async def publish(self, queue: str, message: DocumentMessage, **_: Any) -> None:
+        if message.collection == "full":
+            raise Unavailable("the document queue is full; retry later", 2)
+        self.published.append((message.collection, message.doc_id))
+
+
+@dataclass
+class Stand:
+    """What the app's context holds in these tests; compared after each request."""
+
+    node: TableNode = field(default_factory=TableNode)
+    ledger: Ledger = field(default_factory=Ledger)
+    broker: Broker = field(default_factory=Broker)
+
+    def done(self) -> tuple[object, ...]:
+        searched = [(c, q.model_dump()) for c, q in self.node.searched]
+        return searched, self.ledger.queued, self.ledger.finished, self.broker.published
+
+
+def client(node: TableNode | Stand, fast: bool, **settings: Any) -> TestClient:
+    """The assembled app (no lifespan), with or without the fast paths."""
+    stand = node if isinstance(node, Stand) else Stand(node)
     app = create_app(Settings(**settings))
     if not fast:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not FastSearch]
-    context = ApiContext(Settings(**settings), None, None, None, None)  # type: ignore[arg-type]
-    context.search = node
+        app.user_middleware = [m for m in app.user_middleware if m.cls is not FastRoutes]
+    context = ApiContext(
+        Settings(**settings),
+        stand.broker,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        TableCatalog(),  # type: ignore[arg-type]
+        stand.ledger,  # type: ignore[arg-type]
+    )
+    context.search = stand.node
     app.state.context = context
     return TestClient(app, raise_server_exceptions=False)
 
@@ -159,3 +221,57 @@ def test_a_search_served_fast_is_counted_as_the_search_route() -> None:
     series = [(name, labels) for name, labels, _ in metrics.kwargs["recorder"].state()]
     assert (SEARCH_SECONDS.name, ["books"]) in series
     assert (HTTP_RESPONSES.name, ["200"]) in series
+
+
+UPSERT = "/v1/collections/books/documents"
+DOC = {"id": "d1", "timestamp": "2026-01-01T00:00:00Z", "content": "dune"}
+UPSERTS: dict[str, Request] = {
+    "an upsert": lambda c: c.post(UPSERT, json=DOC),
+    "json with a charset": lambda c: c.post(
+        UPSERT,
+        content=json.dumps(DOC).encode(),
+        headers={"content-type": "application/json; charset=utf-8"},
+    ),
+    "no content type": lambda c: c.post(UPSERT, content=json.dumps(DOC).encode()),
+    "malformed json": lambda c: c.post(UPSERT, content=b'{"id": ', headers=JSON),
+    "a duplicate key": lambda c: c.post(
+        UPSERT, content=b'{"id": "a", "id": "b", "timestamp": "2026-01-01T00:00:00Z"}', headers=JSON
+    ),
+    "no timestamp": lambda c: c.post(UPSERT, json={"id": "d1", "content": "dune"}),
+    "a timestamp with an offset": lambda c: c.post(
+        UPSERT, json={**DOC, "timestamp": "2026-01-01T00:00:00+02:00"}
+    ),
+    "a bad tag": lambda c: c.post(UPSERT, json={**DOC, "tags": ["a|b"]}),
+    "an unknown field": lambda c: c.post(UPSERT, json={**DOC, "nope": 1}),
+    "a vector the collection lacks": lambda c: c.post(
+        UPSERT, json={**DOC, "custom_vectors": [{"vector_name": "x", "vector": [1.0]}]}
+    ),
+    "an invalid name": lambda c: c.post("/v1/collections/b%20ad!/documents", json=DOC),
+    "a missing collection": lambda c: c.post("/v1/collections/missing/documents", json=DOC),
+    "a full queue": lambda c: c.post("/v1/collections/full/documents", json=DOC),
+    "a body over the limit": lambda c: c.post(
+        UPSERT, content=b'{"content": "' + b"a" * (64 * 1024 * 1024) + b'"}', headers=JSON
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UPSERTS))
+def test_an_upsert_is_answered_and_queued_as_the_route_does(case: str) -> None:
+    fast, route = Stand(), Stand()
+    same_answer(UPSERTS[case](client(fast, True)), UPSERTS[case](client(route, False)))
+    assert fast.done() == route.done()
+
+
+@pytest.mark.parametrize(
+    ("key", "queued"), [("admin-1", True), ("read-1", False), ("search-1", False), (None, False)]
+)
+def test_only_an_admin_key_may_upsert_on_the_fast_path(key: str | None, queued: bool) -> None:
+    headers = {**JSON, "api-key": key} if key else JSON
+    stands = Stand(), Stand()
+    answers = [
+        client(stand, on, **KEYS).post(UPSERT, content=json.dumps(DOC).encode(), headers=headers)
+        for stand, on in zip(stands, (True, False), strict=True)
+    ]
+    same_answer(*answers)
+    assert stands[0].done() == stands[1].done()
+    assert bool(stands[0].broker.published) is queued
