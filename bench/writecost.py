@@ -1,0 +1,98 @@
+"""`python3 -m bench.writecost`: the CPU an async upsert costs, summed over every process of the
+stack and by process group, at the keyword load study's write rate.
+
+It starts a stack (two encoders, one holding the model, plus any `--env`), pre-populates the load
+study's keyword collection (80,000 documents, bench/ceiling/traffic.py), waits for the worker's
+optimize to finish, then sends async upserts of load-study documents (`POST …/documents`, each
+with a new text, so each is indexed anew; the collection has no model) from `--users` users,
+each pausing `--pause` s after an answer: ~85 a second by default, the writes of the keyword
+knee. After a warm-up it measures `--seconds`, reading each supervisord program's CPU from /proc
+(bench/ceiling/cpu.py), and prints CPU-ms per acknowledged upsert. Nothing searches meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import random
+import time
+
+import httpx
+
+from bench import workload
+from bench.ceiling import cpu, traffic
+from bench.soak.memory import program_pids
+from harness.stack import Stack
+
+WARMUP_S = 10.0
+STAMP = "2026-02-01T00:00:00Z"
+
+
+def bodies(count: int) -> list[bytes]:
+    fake = workload.seeded(7)
+    chosen = random.Random(7)
+    return [
+        json.dumps(workload.document(fake, chosen.randrange(100_000), STAMP)).encode()
+        for _ in range(count)
+    ]
+
+
+async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> None:
+    encoded = bodies(3000)
+    numbers = itertools.count()
+    acknowledged = [0]
+    stop = asyncio.Event()
+    path = f"/v1/collections/{workload.COLLECTION}/documents"
+    headers = {"content-type": "application/json"}
+
+    async def user(client: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            n = next(numbers)
+            body = encoded[n % len(encoded)].replace(STAMP.encode(), workload.now_iso().encode())
+            body = body.replace(b'"content": "', b'"content": "n%d ' % n, 1)  # a new text
+            response = await client.post(path, content=body, headers=headers)
+            acknowledged[0] += response.status_code == 200
+            await asyncio.sleep(pause_s)
+
+    limits = httpx.Limits(max_connections=users)
+    async with httpx.AsyncClient(base_url=stack.base_url, timeout=60.0, limits=limits) as client:
+        tasks = [asyncio.create_task(user(client)) for _ in range(users)]
+        try:
+            await asyncio.sleep(WARMUP_S)
+            pids = await asyncio.to_thread(program_pids, stack, {})
+            count0, start, before = acknowledged[0], time.monotonic(), cpu.read(pids)
+            await asyncio.sleep(seconds)
+            count1, end, after = acknowledged[0], time.monotonic(), cpu.read(pids)
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+        restarted = cpu.restarted(pids, await asyncio.to_thread(program_pids, stack, pids))
+    done = count1 - count0
+    spent = cpu.by_group(cpu.spent(before, after))
+    cells = ", ".join(f"{group} {seconds_ * 1000 / done:.2f}" for group, seconds_ in spent.items())
+    print(f"{done / (end - start):.1f} upserts/s acknowledged over {end - start:.0f} s")
+    print(f"CPU-ms an upsert: {cells}; total {sum(spent.values()) * 1000 / done:.2f}")
+    if restarted:
+        print(f"restarted during the window (their CPU is wrong): {', '.join(restarted)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--documents", type=int, default=80_000)
+    parser.add_argument("--users", type=int, default=8)
+    parser.add_argument("--pause", type=float, default=0.08, help="seconds after each answer")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
+    args = parser.parse_args()
+    env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}
+    env |= dict(item.split("=", 1) for item in args.env)
+    print(f"stack: {', '.join(f'{k}={v}' for k, v in env.items())}", flush=True)
+    with Stack(env) as stack:
+        asyncio.run(traffic.prepare(stack, args.documents, lambda m: print(m, flush=True)))
+        asyncio.run(upserts(stack, args.users, args.pause, args.seconds))
+
+
+if __name__ == "__main__":
+    main()
