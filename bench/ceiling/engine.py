@@ -5,9 +5,10 @@ The requests are built with Braid's own code (worker.querying's arms and candida
 core.lexical's query vectors with each slot's parameters, edge_convert's summed query with IDF as
 the store counts it), so the engine answers the same question Braid asks; the top 10 of each
 answer is compared with Braid's over HTTP to prove it. The arms' batch a search node sent before
-(each arm's hits, fused in Python) is timed beside it. The shard is opened the way the worker
-opens it (edge_folder.load, one search thread), after the worker stopped and closed it, holding
-the folder's lock.
+(each arm's hits, fused in Python) is timed beside it, and last Braid's query again after a fifth
+of the points were overwritten (`churned`: a shard's state just before the worker optimizes it).
+The shard is opened the way the worker opens it (edge_folder.load, one search thread), after the
+worker stopped and closed it, holding the folder's lock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import qdrant_edge as qe
@@ -145,6 +147,27 @@ def batch_only(engine: qe.EdgeShard, compiled: Sequence[Compiled]) -> Callable[[
         engine.query_batch(compiled[index].batch)
 
     return work
+
+
+def churned(engine: qe.EdgeShard, fraction: float) -> int:
+    """Overwrite the first `fraction` of the shard's points with themselves (same vectors and
+    payloads), 64 to a write: what the worker's writes leave between two optimizes (each version
+    overwritten stays in the indexed segment, deleted, and the new one goes to the appendable
+    segment's index). How many were written."""
+    count = int(engine.count(qe.CountRequest(exact=True)) * fraction)
+    offset: Any = None
+    written = 0
+    while written < count:
+        request = qe.ScrollRequest(
+            offset=offset, limit=min(64, count - written), with_payload=True, with_vector=True
+        )
+        records, offset = engine.scroll(request)
+        points = [qe.Point(r.id, r.vector or {}, r.payload) for r in records]
+        engine.update(qe.UpdateOperation.upsert_points(points))
+        written += len(points)
+        if offset is None:
+            break
+    return written
 
 
 def timed(work: Callable[[int], None], count: int, threads: int, seconds: float) -> Timing:

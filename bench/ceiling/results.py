@@ -131,7 +131,11 @@ def method(result: Ceiling) -> list[str]:
         "vectors, IDF as the store counts it for a shard this size, the candidate window, a "
         "formula summing the arms with the field weights), then for '+ retrieve' the payloads of "
         "its top 10, as a search node fetches them; 'the arms' batch' is each arm's hits alone, "
-        "which a search node sent before and fused in Python (fusion not timed). 1 thread, then "
+        "which a search node sent before and fused in Python (fusion not timed). Last, a fifth "
+        "of the points is overwritten with themselves (same vectors and payloads: the state the "
+        "worker's writes leave just before it optimizes a shard, old versions deleted in the "
+        "indexed segment, new ones in the appendable one) and Braid's query timed again. "
+        "1 thread, then "
         f"{result.threads} (one per core), {result.seconds:.0f} s each; CPU is the process's CPU "
         "time over the window. The engine's top 10 matched "
         f"Braid's answer for {same:,} of {compared:,} queries.",

@@ -1,5 +1,6 @@
 """The ceiling's engine side on a real shard: the searches compiled from a shard another process
-wrote fuse to the same top as the store answers, and the timed loops run them."""
+wrote fuse to the same top as the store answers, the timed loops run them, and overwriting
+points with themselves leaves the answers as they were."""
 
 from __future__ import annotations
 
@@ -36,3 +37,8 @@ async def test_compiled_searches_name_the_documents_the_store_found(
         for work in (engine.summed_and_retrieve, engine.batch_only):
             timing = engine.timed(work(shard, [compiled]), 1, threads=1, seconds=0.2)
             assert timing.searches > 0
+        # Overwritten with themselves: a new version each, the same answers.
+        assert engine.churned(shard, 0.7) == 2
+        assert shard.info().points_count == 3
+        [again] = engine.compile_all(shard, schema, [search])
+        assert again.top_docs == ["near", "close"]
