@@ -6,8 +6,11 @@ study's keyword collection (80,000 documents, bench/ceiling/traffic.py), waits f
 optimize to finish, then sends async upserts of load-study documents (`POST …/documents`, each
 with a new text, so each is indexed anew; the collection has no model) from `--users` users,
 each pausing `--pause` s after an answer: ~85 a second by default, the writes of the keyword
-knee. After a warm-up it measures `--seconds`, reading each supervisord program's CPU from /proc
-(bench/ceiling/cpu.py), and prints CPU-ms per acknowledged upsert. Nothing searches meanwhile.
+knee. It measures `--seconds` from the end of the first optimize the writes bring about (the
+worker optimizes a shard after 20 % changes: at this rate every ~3 minutes, and the window is
+shorter than that), reading each supervisord program's CPU from /proc (bench/ceiling/cpu.py),
+and prints CPU-ms per acknowledged upsert and whether an optimize ran in the window after all
+(its child's CPU is the worker's). Nothing searches meanwhile.
 """
 
 from __future__ import annotations
@@ -25,9 +28,35 @@ from bench import workload
 from bench.ceiling import cpu, traffic
 from bench.soak.memory import program_pids
 from harness.stack import Stack
+from worker.store.edge_optimize import OPTIMIZING
 
 WARMUP_S = 10.0
+OPTIMIZE_WAIT_S = 600.0
 STAMP = "2026-02-01T00:00:00Z"
+
+
+class Optimizes:
+    """Watches the worker's optimize copy of the collection (there exactly while one runs)."""
+
+    def __init__(self, stack: Stack) -> None:
+        self._copy = stack.data_dir / "store" / f"{OPTIMIZING}{workload.COLLECTION}"
+        self.started = 0
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        running = False
+        while not stop.is_set():
+            now = self._copy.exists()
+            self.started += now and not running
+            running = now
+            await asyncio.sleep(0.2)
+
+    async def first_done(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.started and not self._copy.exists():
+                return True
+            await asyncio.sleep(0.5)
+        return False
 
 
 def bodies(count: int) -> list[bytes]:
@@ -58,13 +87,20 @@ async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> N
 
     limits = httpx.Limits(max_connections=users)
     async with httpx.AsyncClient(base_url=stack.base_url, timeout=60.0, limits=limits) as client:
+        optimizes = Optimizes(stack)
         tasks = [asyncio.create_task(user(client)) for _ in range(users)]
+        tasks.append(asyncio.create_task(optimizes.watch(stop)))
         try:
+            print("writing until the worker's first optimize is done", flush=True)
+            if not await optimizes.first_done(OPTIMIZE_WAIT_S):
+                print(f"no optimize within {OPTIMIZE_WAIT_S:.0f} s; measuring anyway")
             await asyncio.sleep(WARMUP_S)
             pids = await asyncio.to_thread(program_pids, stack, {})
+            started = optimizes.started
             count0, start, before = acknowledged[0], time.monotonic(), cpu.read(pids)
             await asyncio.sleep(seconds)
             count1, end, after = acknowledged[0], time.monotonic(), cpu.read(pids)
+            in_window = optimizes.started - started
         finally:
             stop.set()
             await asyncio.gather(*tasks)
@@ -74,6 +110,7 @@ async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> N
     cells = ", ".join(f"{group} {seconds_ * 1000 / done:.2f}" for group, seconds_ in spent.items())
     print(f"{done / (end - start):.1f} upserts/s acknowledged over {end - start:.0f} s")
     print(f"CPU-ms an upsert: {cells}; total {sum(spent.values()) * 1000 / done:.2f}")
+    print(f"optimizes started in the window: {in_window}")
     if restarted:
         print(f"restarted during the window (their CPU is wrong): {', '.join(restarted)}")
 
