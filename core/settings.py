@@ -76,8 +76,9 @@ class Settings(BaseSettings):
     # the model needs (docs/benchmarks.md, bench/ingest).
     optimize_min_changes: int = Field(5000, ge=1)
     # How long a document batch gathers after its first message. Each batch costs a store flush
-    # and a few Redis and broker round trips: at ~85 async upserts/s, 100 ms instead of 20 took
-    # the worker from 2.7 to 1.8 CPU-ms an upsert (docs/benchmarks.md, "Write cost").
+    # and a few Redis and broker round trips: at ~88 async upserts/s, 100 ms instead of 20 took
+    # the worker from 2.87 to 2.06 CPU-ms an upsert (bench.writecost; docs/benchmarks.md, "Write
+    # cost"); an async write is indexed up to 80 ms later.
     worker_batch_wait_ms: float = Field(100.0, ge=0)
     max_tries: int = Field(5, ge=1)
     retry_after_s: int = Field(2, ge=1)
