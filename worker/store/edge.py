@@ -231,7 +231,7 @@ class EdgeStore:
         shard = self._shard(name)
         large = shard.base >= self._index_idf_from
         request = convert.to_summed(arms, weights, shard.schema, large)
-        return await self._use(name, lambda e: calls.summed(e, request, top))
+        return await self._on(shard, name, lambda e: calls.summed(e, request, top))
 
     async def empty(self, name: str) -> None:
         """Drop the shard and make a fresh one with the same schema (IDF statistics reset too)."""

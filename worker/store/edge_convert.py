@@ -147,7 +147,7 @@ def to_hits(results: list[list[qe.ScoredPoint]]) -> tuple[list[list[ArmHit]], li
     """Each arm's hits, and the point ids of those left out because this process has not met
     their document id: read those with their DOC_ID_KEY payload, `learn` them, and convert again
     (a point deleted meanwhile stays out)."""
-    doc_of = _IDS.lookup
+    doc_of = _IDS.doc_of
     arms: list[list[ArmHit]] = []
     unknown: dict[Any, None] = {}  # a point found by several arms is listed once
     for points in results:

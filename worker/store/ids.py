@@ -45,6 +45,9 @@ class DocIds:
         self._docs: dict[int, str] = {}
         self._points: dict[str, int] = {}
         self._limit = limit
+        # The document id of a point id the engine gave (by its `UUID.int`), if this process has
+        # met it: the table's own `get`, no Python frame per hit.
+        self.doc_of: Callable[[int], str | None] = self._docs.get
 
     def point(self, doc_id: str) -> uuid.UUID:
         """The point id of `doc_id` (point_id's, as a UUID), remembered."""
@@ -54,15 +57,6 @@ class DocIds:
             self.learn(point, doc_id)
             return point
         return uuid.UUID(int=number)
-
-    def doc_of(self, point: uuid.UUID) -> str | None:
-        """The document id of a point id the engine gave, if this process has met it."""
-        return self._docs.get(point.int)
-
-    @property
-    def lookup(self) -> Callable[[int], str | None]:
-        """The table's own `get` by `UUID.int`, for loops over many hits (`doc_of` unrolled)."""
-        return self._docs.get
 
     def __len__(self) -> int:
         return len(self._docs)
