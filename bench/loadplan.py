@@ -28,6 +28,7 @@ class Plan:
     recovery_limit_s: float = 600.0
     profile_s: float = 20.0
     env: dict[str, str] = field(default_factory=dict)
+    locust_processes: int = 1
     write: bool = True
     smoke: bool = False
 

@@ -249,7 +249,11 @@ class Run:
             )
             oplog = self.scratch / f"oplog-{self.config}.txt"
             locust = LocustProcess(
-                self.stack.base_url, oplog, self.scratch / f"locust-{self.config}.log", seed=1
+                self.stack.base_url,
+                oplog,
+                self.scratch / f"locust-{self.config}.log",
+                seed=1,
+                processes=self.plan.locust_processes,
             )
             try:
                 await locust.ready()
@@ -311,6 +315,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, help="seconds between ramp and measuring (60)")
     parser.add_argument("--overload-minutes", type=float, help="at 5× the knee (10; 0: none)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
+    parser.add_argument("--profile-seconds", type=float, help="py-spy at the knee (20; 0: none)")
+    parser.add_argument("--locust-processes", type=int, help="Locust processes (1; more cores)")
     parser.add_argument("--smoke", action="store_true", help="a short run of every step")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
@@ -331,6 +337,10 @@ def main() -> None:
     if args.overload_minutes is not None:
         plan.overload_s = args.overload_minutes * 60
     plan.env.update(dict(item.split("=", 1) for item in args.env))
+    if args.profile_seconds is not None:
+        plan.profile_s = args.profile_seconds
+    if args.locust_processes is not None:
+        plan.locust_processes = args.locust_processes
     plan.write = not args.no_write and not args.smoke
     sys.exit(asyncio.run(study(plan)))
 

@@ -24,7 +24,7 @@ from harness.stack import REPO_ROOT, die_with_parent, free_ports
 class LocustProcess:
     """Locust with its web API on a free port, driven by a runner."""
 
-    def __init__(self, host: str, oplog: Path, log: Path, seed: int) -> None:
+    def __init__(self, host: str, oplog: Path, log: Path, seed: int, processes: int = 1) -> None:
         self.port = free_ports(1)[0]
         env = dict(os.environ)
         env.update(
@@ -35,6 +35,8 @@ class LocustProcess:
             "--host", host, "--web-host", "127.0.0.1", "--web-port", str(self.port),
             "--stop-timeout", "60", "--loglevel", "WARNING",
         ]  # fmt: skip
+        if processes > 1:  # one process drives about one core's worth of requests
+            command += ["--processes", str(processes)]
         self._log = open(log, "ab")  # noqa: SIM115
         # A group of its own: a Ctrl-C at the terminal goes to the runner, which stops Locust
         # when it is done with it (bench/soak still reads the last minute after one).

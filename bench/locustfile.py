@@ -9,7 +9,9 @@ bench/loadrun drives it (through Locust's web API) and reads two things this fil
   name") and when its answer comes ("E seq status"), so the runner can check the collection against
   what the acknowledged writes imply;
 - GET /braid/totals on Locust's web port: answers by request kind and HTTP status since the start
-  (Locust's own statistics are reset for every measured window; these never are).
+  (Locust's own statistics are reset for every measured window; these never are). Under
+  `--processes N` each worker sends its totals with its stats report (every few seconds) and the
+  master answers their sum.
 
 A 503 is what Braid answers when it is overloaded: the user waits its Retry-After, as a client
 should, and Locust counts it as a failure named "HTTP 503".
@@ -43,8 +45,12 @@ BASE = f"/v1/collections/{COLLECTION}"
 MAX_RETRY_AFTER_S = 30.0
 
 totals: Counter[str] = Counter()  # "search 200", "upsert 503", "delete 0" (no answer) ...
+worker_totals: dict[str, dict[str, int]] = {}  # on a master: each worker's last report
 _sequence = itertools.count(1)
 _users = itertools.count(1)
+# Locust's --processes forks workers from one import: the pid keeps write sequence numbers and
+# users' random streams apart between them.
+_process = os.getpid()
 
 
 class OpLog:
@@ -55,12 +61,12 @@ class OpLog:
         self._file: IO[str] | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
         self._lock = threading.Lock()
 
-    def begin(self, op: str, doc: str, timestamp: str, name: str = "") -> int:
-        seq = next(_sequence)
+    def begin(self, op: str, doc: str, timestamp: str, name: str = "") -> str:
+        seq = f"{os.getpid()}.{next(_sequence)}"
         self._write(f"B {seq} {op} {doc} {timestamp} {name}")
         return seq
 
-    def end(self, seq: int, status: int) -> None:
+    def end(self, seq: str, status: int) -> None:
         self._write(f"E {seq} {status}")
 
     def _write(self, line: str) -> None:
@@ -78,7 +84,20 @@ def _routes(environment: Any, **_: Any) -> None:
 
         @environment.web_ui.app.route("/braid/totals")
         def braid_totals() -> dict[str, int]:
-            return dict(totals)
+            summed = Counter(totals)
+            for reported in worker_totals.values():
+                summed.update(reported)
+            return dict(summed)
+
+
+@events.report_to_master.add_listener
+def _send_totals(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    data["braid_totals"] = dict(totals)
+
+
+@events.worker_report.add_listener
+def _receive_totals(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    worker_totals[client_id] = data.get("braid_totals", {})
 
 
 class SeedUser(FastHttpUser):
@@ -86,7 +105,7 @@ class SeedUser(FastHttpUser):
 
     def on_start(self) -> None:
         seed = int(os.environ.get("BRAID_LOAD_SEED", "0"))
-        number = next(_users)
+        number = next(_users) + (os.getpid() - _process) * 1_000
         self.fake = seeded(seed * 1_000_003 + number)
         self.random = random.Random(seed * 1_000_003 + number)
 
