@@ -1,13 +1,16 @@
-"""Pieces of the load runner that decide what the report says."""
+"""Pieces of the load runner and the scale table that decide what the report says."""
 
 from __future__ import annotations
 
 import math
 
+from bench.loadplan import Level, Plan
 from bench.locustdriver import failure_counts as _failure_counts
 from bench.locustdriver import number as _number
 from bench.measure import slope as _slope
 from bench.pyspy import summarize as summarize_profile
+from bench.report import Report
+from bench.scale import knee, report
 
 
 def test_queue_growth_is_the_least_squares_slope_of_the_samples() -> None:
@@ -48,3 +51,29 @@ def test_the_profile_summary_ranks_self_time_and_braids_own_frames() -> None:
     assert inclusive[0].split()[:2] == ["90.0%", "main"]
     assert not any("asyncio" in line or "numpy" in line for line in inclusive)
     assert summarize_profile("") == ["no samples"]
+
+
+def _level(users: int, rps: float, p50: float, growth: float = 0.0) -> Level:
+    return Level(
+        users=users, rps=rps, search_rps=rps * 0.8, search_p50=p50, search_p95=p50 * 1.5,
+        search_p99=p50 * 2, upsert_p50=5.0, server_p95=p50, braid_cpu=100.0, braid_rss_gb=1.0,
+        locust_cpu=10.0, machine_cpu=50.0, doc_queue_start=5, doc_queue_end=5,
+        doc_queue_growth_per_s=growth, search_queue_start=0, search_queue_end=0, requests=100,
+        errors=0, overloaded=0, hottest="api 100%",
+    )  # fmt: skip
+
+
+def test_the_scale_table_names_each_counts_last_level_under_both_limits() -> None:
+    found = {
+        1: [_level(6, 180.9, 30), _level(14, 193.9, 60)],
+        # More throughput past the knee does not count: its document queue grows.
+        8: [_level(48, 1327.5, 25), _level(112, 1483.9, 59, growth=12.2)],
+        2: [_level(12, 412.3, 120)],
+    }
+    assert knee(found[8]) is found[8][0]
+    assert knee(found[2]) is None
+    out = Report(title="scale", command="bench.scale")
+    report(out, found, "all match", Plan(configs=["keyword"]))
+    text = out.markdown()
+    assert "**Knee by api processes:** 1: 193.9 RPS at 14 users; 2: —; 8: 1327.5 RPS at 48" in text
+    assert "| 8 | 48 (knee) | 1327.5 |" in text and "| 8 | 112 | 1483.9 |" in text
