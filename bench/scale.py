@@ -81,12 +81,12 @@ def knee(levels: list[Level]) -> Level | None:
 
 
 def report(out: Report, found: dict[int, list[Level]], verdict: str, plan: Plan) -> None:
-    out.text(f"- {plan.documents:,} documents pre-populated once")
-    out.text(
-        f"- levels: {plan.window_s:.0f} s measured after {plan.settle_s:.0f} s of settling; "
-        "api processes stopped between counts, from the most down"
-    )
-    out.text("")
+    out.lines[:0] = [
+        f"- {plan.documents:,} documents pre-populated once; levels: {plan.window_s:.0f} s "
+        f"measured after {plan.settle_s:.0f} s of settling; api processes stopped between "
+        "counts, from the most down",
+        "",
+    ]
     rows = []
     for count in sorted(found):
         for level in found[count]:
@@ -105,7 +105,6 @@ def report(out: Report, found: dict[int, list[Level]], verdict: str, plan: Plan)
         ],
         rows,
     )  # fmt: skip
-    out.text("")
     summary = []  # "8: 1068.8 RPS at 75 users"
     for count in sorted(found):
         best = knee(found[count])
