@@ -64,12 +64,18 @@ def parse(argv: list[str]) -> Plan:
 
 
 def engine_rows(
-    root: Path, searches: list[engine.Planned], tops: dict[int, list[str]], seconds: float
+    root: Path,
+    searches: list[engine.Planned],
+    wordy: list[engine.Planned],
+    tops: dict[int, list[str]],
+    seconds: float,
 ) -> tuple[list[Row], tuple[int, int]]:
     """The engine's rows (1 thread, then one per core: Braid's query, then with the payloads'
-    retrieve; then the arms' batch in 1 thread) and how many of Braid's answers its top matched."""
+    retrieve; then the arms' batch and the query without its trigram terms (`wordy`) in 1 thread)
+    and how many of Braid's answers its top matched."""
     with engine.open_shard(root, workload.COLLECTION) as (shard, schema):
         compiled = engine.compile_all(shard, schema, searches)
+        words_only = engine.compile_all(shard, schema, wordy)
         same = sum(compiled[index].top_docs == ids for index, ids in tops.items())
         plans = [
             (threads, label, work)
@@ -86,6 +92,10 @@ def engine_rows(
             say(f"{name}: {seconds:.0f} s")
             timing = engine.timed(work(shard, compiled), len(compiled), threads, seconds)
             rows.append(Row(name, timing.searches, timing.seconds, {ENGINE: timing.cpu_s}))
+        name = "engine, 1 thread, Braid's query without its trigram terms"
+        say(f"{name}: {seconds:.0f} s")
+        timing = engine.timed(engine.summed_only(shard, words_only), len(words_only), 1, seconds)
+        rows.append(Row(name, timing.searches, timing.seconds, {ENGINE: timing.cpu_s}))
         written = engine.churned(shard, CHURN)
         name = f"engine, 1 thread, Braid's query after {written:,} overwrites"
         say(f"{name}: {seconds:.0f} s")
@@ -104,7 +114,10 @@ def run(plan: Plan) -> Ceiling:
         if "stopped" not in stopped:
             raise RuntimeError(f"supervisorctl stop worker: {stopped}")
         searches = [engine.plan(config, body) for body in bodies]
-        rows, agreement = engine_rows(stack.data_dir / "store", searches, braid.tops, plan.seconds)
+        wordy = [engine.plan(config, body, trigrams=False) for body in bodies]
+        rows, agreement = engine_rows(
+            stack.data_dir / "store", searches, wordy, braid.tops, plan.seconds
+        )
     return Ceiling(
         documents=plan.documents,
         concurrency=plan.concurrency,

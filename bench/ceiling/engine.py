@@ -47,8 +47,9 @@ class Planned:
     limit: int
 
 
-def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
-    """The arm queries of a search body, as worker.querying.Searcher builds them (lexical arms)."""
+def plan(config: CollectionConfig, body: dict[str, object], trigrams: bool = True) -> Planned:
+    """The arm queries of a search body, as worker.querying.Searcher builds them (lexical arms);
+    without `trigrams`, WMTR query vectors keep their words only (what those terms cost)."""
     query = SearchQuery.model_validate(body)
     arms = plan_arms(config, query)
     window = candidate_window(query, len(arms))
@@ -59,7 +60,8 @@ def plan(config: CollectionConfig, body: dict[str, object]) -> Planned:
     for arm in arms:
         if not arm.slot.kind.is_lexical:
             raise ValueError(f"{arm.slot.name}: the ceiling measures lexical arms only")
-        vector = query_vector(query.query, arm.slot.lexical_params(), arm.trigram_weight)
+        weight = arm.trigram_weight if trigrams else 0.0
+        vector = query_vector(query.query, arm.slot.lexical_params(), weight)
         requests.append(ArmQuery(arm.slot.name, vector, window, where))
     retrievers = plan_retrievers(arms)
     if query.fusion_mode is None and len(retrievers) > 1:

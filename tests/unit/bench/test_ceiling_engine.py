@@ -1,6 +1,7 @@
 """The ceiling's engine side on a real shard: the searches compiled from a shard another process
 wrote fuse to the same top as the store answers, the timed loops run them, and overwriting
-points with themselves leaves the answers as they were."""
+points with themselves leaves the answers as they were; a search planned without trigrams keeps
+its words."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bench import workload
 from bench.ceiling import engine
 from core.enums import FusionMode
+from core.schemas.collection import CollectionConfig
+from core.vectors import SparseVector
 from tests.contract.conftest import COLLECTION, SCHEMA, point
 from worker.fusion import Retriever
 from worker.store import edge_convert
@@ -42,3 +46,15 @@ async def test_compiled_searches_name_the_documents_the_store_found(
         assert shard.info().points_count == 3
         [again] = engine.compile_all(shard, schema, [search])
         assert again.top_docs == ["near", "close"]
+
+
+def test_a_search_planned_without_trigrams_keeps_only_its_word_terms() -> None:
+    config = CollectionConfig.model_validate(workload.collection_body("keyword"))
+    body: dict[str, object] = {"query": "Protein binding misfolds", "limit": 10}
+    full = engine.plan(config, body)
+    wordy = engine.plan(config, body, trigrams=False)
+    assert [arm.slot for arm in wordy.arms] == [arm.slot for arm in full.arms]
+    for with_all, words in zip(full.arms, wordy.arms, strict=True):
+        assert isinstance(with_all.vector, SparseVector) and isinstance(words.vector, SparseVector)
+        assert set(words.vector.indices) < set(with_all.vector.indices)
+        assert words.vector.indices  # the words themselves stay
