@@ -31,12 +31,13 @@ from bench.loadrun import RUNS_HEADING, Run
 from bench.locustdriver import LocustProcess
 from bench.report import Report
 from core.bus import Bus
+from harness import verify
 from harness.stack import Stack
 
 
 async def scale(
     counts: list[int], per_process: list[int], plan: Plan, locust_processes: int
-) -> tuple[dict[int, list[Level]], str]:
+) -> tuple[dict[int, list[Level]], verify.Verdict]:
     """Levels by api process count, and the verdict of the check against the acknowledged writes."""
     env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1", **plan.env}
     env["BRAID_API_PROCESSES"] = str(max(counts))
@@ -68,7 +69,7 @@ async def scale(
             finally:
                 await locust.stop()
             await collection.drain()
-            verdict = (await collection.check(oplog)).summary()
+            verdict = await collection.check(oplog)
         finally:
             await bus.close()
             await run.client.aclose()
@@ -137,10 +138,11 @@ def main() -> None:
         runs_heading=RUNS_HEADING,
     )
     found, verdict = asyncio.run(scale(counts, per_process, plan, args.locust_processes))
-    report(out, found, verdict, plan)
+    report(out, found, verdict.summary(), plan)
     print(out.markdown())
     if not args.no_write:
         out.append_to()
+    sys.exit(0 if verdict.ok else 1)  # a lost write fails the run, as in bench/load
 
 
 if __name__ == "__main__":
