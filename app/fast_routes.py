@@ -89,13 +89,14 @@ class FastRoutes:
         self._routes: dict[str, BaseRoute] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        fast, match = None, None
+        matched = None
         if scope["type"] == "http" and scope["method"] == "POST":
-            fast, match = _matched(scope["path"])
+            matched = _matched(scope["path"])
         api: FastAPI | None = scope.get("app")
-        if fast is None or match is None or api is None or not _servable(api, scope, fast, match):
+        if matched is None or api is None or not _servable(api, scope, *matched):
             await self.app(scope, receive, send)
             return
+        fast, match = matched
         name = match.group(1)
         scope["route"] = self._route(api, fast.path)
         scope["path_params"] = {"collection_name": name}
@@ -131,11 +132,11 @@ class FastRoutes:
         return self._routes[path]
 
 
-def _matched(path: str) -> tuple[FastRoute | None, re.Match[str] | None]:
+def _matched(path: str) -> tuple[FastRoute, re.Match[str]] | None:
     for fast in ROUTES:
         if match := fast.pattern.fullmatch(path):
             return fast, match
-    return None, None
+    return None
 
 
 def _servable(api: FastAPI, scope: Scope, fast: FastRoute, match: re.Match[str]) -> bool:

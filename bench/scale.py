@@ -39,8 +39,7 @@ async def scale(
     counts: list[int], per_process: list[int], plan: Plan, locust_processes: int
 ) -> tuple[dict[int, list[Level]], verify.Verdict]:
     """Levels by api process count, and the verdict of the check against the acknowledged writes."""
-    env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1", **plan.env}
-    env["BRAID_API_PROCESSES"] = str(max(counts))
+    env = {**plan.env, "BRAID_API_PROCESSES": str(max(counts))}  # over the Stack's defaults
     found: dict[int, list[Level]] = {}
     with tempfile.TemporaryDirectory(prefix="braid-scale-") as folder, Stack(env) as stack:
         scratch = Path(folder)

@@ -27,7 +27,7 @@ import httpx
 from bench import workload
 from bench.ceiling import cpu, traffic
 from bench.soak.memory import program_pids
-from harness.stack import Stack
+from harness.stack import DEFAULT_ENV, Stack
 from worker.store.edge_optimize import OPTIMIZING
 
 WARMUP_S = 10.0
@@ -123,9 +123,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
     args = parser.parse_args()
-    env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}
-    env |= dict(item.split("=", 1) for item in args.env)
-    print(f"stack: {', '.join(f'{k}={v}' for k, v in env.items())}", flush=True)
+    env = dict(item.split("=", 1) for item in args.env)
+    shown = DEFAULT_ENV | env
+    print(f"stack: {', '.join(f'{k}={v}' for k, v in shown.items())}", flush=True)
     with Stack(env) as stack:
         asyncio.run(traffic.prepare(stack, args.documents, lambda m: print(m, flush=True)))
         asyncio.run(upserts(stack, args.users, args.pause, args.seconds))
