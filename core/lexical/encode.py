@@ -2,6 +2,7 @@
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 
 from core.enums import LEXICAL_TYPES, VectorType
 from core.lexical.language import text_language
@@ -94,7 +95,7 @@ def query_vector(text: str, params: LexicalParams, trigram_weight: float = 1.0) 
     """1.0 per distinct query term; WMTR trigrams scaled by trigram_weight, 0 drops."""
     if trigram_weight < 0:
         raise ValueError(f"trigram_weight must be >= 0, got {trigram_weight}")
-    counts = _count(text, params)
+    counts = _query_counts(text, params)
     weights = dict.fromkeys(counts.trigrams, 1.0)
     if params.kind == VectorType.WMTR:
         scaled = float(trigram_weight)
@@ -110,6 +111,14 @@ def document_length(text: str, params: LexicalParams) -> int:
     if params.kind == VectorType.TRIGRAMS:
         return sum(trigram_count(p) for t in tokens for p in word_pieces(t))
     return len(tokens)
+
+
+@lru_cache(maxsize=64)
+def _query_counts(text: str, params: LexicalParams) -> _Counts:
+    """A query's counts, kept a moment: a search asks for one vector's query vector once per
+    trigram weight (worker.querying: its main field's arm has trigrams, the others not).
+    Read only: the same object goes to every caller."""
+    return _count(text, params)
 
 
 def _count(text: str, params: LexicalParams) -> _Counts:
