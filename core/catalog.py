@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 
 from core.errors import CollectionNotFound
 from core.names import RedisKeys
@@ -21,10 +20,6 @@ class Catalog:
 
     async def require(self, name: str) -> CollectionConfig:
         return required(await self._redis.hget(RedisKeys.collections(), name))
-
-    def read_with(self, pipe: Pipeline, name: str) -> None:
-        """Queue the config's read on `pipe` (its result: `required` reads it)."""
-        pipe.hget(RedisKeys.collections(), name)
 
     async def exists(self, name: str) -> bool:
         return bool(await self._redis.hexists(RedisKeys.collections(), name))

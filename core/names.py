@@ -83,12 +83,6 @@ class RedisKeys:
         return f"{cls.prefix}:replication:epoch"
 
     @classmethod
-    def replication_visible(cls) -> str:
-        """`epoch:seq` of the newest write a client was told succeeded (sync writes, admin):
-        a searcher serves a search only once its replica has applied it."""
-        return f"{cls.prefix}:replication:visible"
-
-    @classmethod
     def searchers(cls) -> str:
         """Hash api index -> its search node's heartbeat record (JSON)."""
         return f"{cls.prefix}:searchers"

@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         return self.data_dir.resolve() / "store"
 
     @property
+    def marks_path(self) -> Path:
+        """What the worker tells the search nodes on this host (worker/marks.py)."""
+        return self.data_dir.resolve() / "replication.marks"
+
+    @property
     def replica_dir(self) -> Path:
         """This api process's replica of the embedded store (made anew at every start)."""
         return self.data_dir.resolve() / "replicas" / f"api-{self.api_index}"

@@ -7,8 +7,8 @@ is applied, then broadcast in order with its position (epoch, seq), and a search
 at every worker start, since a write applied just before a crash may never have been broadcast; a
 `tick` with the current position goes out every heartbeat, so a replica that missed a write
 learns it within seconds even when no write follows. `mark_visible` records the position of the
-newest write a client was told succeeded: a search node answers a search only once its replica
-holds it (read-your-writes across processes).
+newest write a client was told succeeded in the host's marks (worker/marks.py): a search node
+answers a search only once its replica holds it (read-your-writes across processes).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.names import REPLICATION_EXCHANGE, RedisKeys
-from core.redis_client import as_text
 from core.vectors import SparseVector
+from worker.marks import Marks
 from worker.store.edge import EdgeStore
 from worker.store.protocol import (
     ArmHit,
@@ -58,13 +58,6 @@ class Position(NamedTuple):
     def text(self) -> str:
         return f"{self.epoch}:{self.seq}"
 
-    @classmethod
-    def parse(cls, raw: bytes | str | None) -> Position | None:
-        if raw is None:
-            return None
-        epoch, seq = as_text(raw).split(":")
-        return cls(int(epoch), int(seq))
-
 
 class WirePoint(BaseModel):
     doc_id: str
@@ -94,13 +87,13 @@ class Written(BaseModel):
 class Replicator:
     """The worker's store, broadcasting each write it makes (the Store protocol, delegated)."""
 
-    def __init__(self, store: EdgeStore, bus: Bus, redis: Redis) -> None:
+    def __init__(self, store: EdgeStore, bus: Bus, redis: Redis, marks: Marks) -> None:
         self._store = store
         self._bus = bus
         self._redis = redis
+        self._marks = marks
         self._lock = asyncio.Lock()  # one write at a time, so seq order is apply order
         self._position = Position(0, 0)
-        self._marking = asyncio.Lock()  # marks go out in order: the visible mark never goes back
         self._marked = Position(0, 0)
         store.on_optimized = self._optimized
 
@@ -122,12 +115,11 @@ class Replicator:
         async with self._lock:
             await self._send("optimized", advance=False, collection=name)
 
-    async def mark_visible(self) -> None:
-        async with self._marking:
-            position = self._position
-            if position != self._marked:
-                await self._redis.set(RedisKeys.replication_visible(), position.text())
-                self._marked = position
+    def mark_visible(self) -> None:
+        """Record the position the store holds now (it only moves forward, so the mark does)."""
+        if self._position != self._marked:
+            self._marks.mark_visible(*self._position)
+            self._marked = self._position
 
     async def copy(self, target: Path, collections: list[str] | None) -> Position:
         """Copy the shards into `target`, no write running meanwhile; the position they hold."""

@@ -3,7 +3,9 @@ arrived, with no broker hop (docs/architecture.md, Search).
 
 With a Qdrant server the node queries the server. With the embedded store it keeps a replica
 (worker/replica.py) and answers a search only once the replica holds the newest write a client
-was told succeeded. Until its first copy is loaded the api sends its searches to the search
+was told succeeded; that position, and whether a collection's config may have changed, it reads
+from the worker's marks on this host (worker/marks.py), so a search makes no round trip before
+the engine's query. Until its first copy is loaded the api sends its searches to the search
 queue, which the worker serves; once loaded, the node serves that queue too, ahead of the
 worker (a higher consumer priority), so a restarting api's searches land on another api's
 replica rather than on the worker's core.
@@ -24,14 +26,16 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from core.bus import Bus
-from core.catalog import Catalog, required
+from core.catalog import Catalog
 from core.errors import Unavailable
 from core.lifecycle import Periodic
 from core.messages import SearchRequest
 from core.metrics import Recorder
 from core.names import SEARCH_QUEUE, RedisKeys
+from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
+from worker.marks import Marks
 from worker.querying import Searcher
 from worker.replica import Replica
 from worker.replication import Position
@@ -55,6 +59,28 @@ class _ReplicaStore:
         return getattr(self._replica.store, name)
 
 
+class _Configs:
+    """Each collection's parsed config, kept while the catalog's generation stays the same."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._generation = -1
+        self._kept: dict[str, CollectionConfig] = {}
+
+    async def get(self, name: str, generation: int) -> CollectionConfig:
+        """`generation`: read from the marks before this call (a config read after it is at
+        least that new). CollectionNotFound for a collection the catalog lacks."""
+        if generation != self._generation:
+            self._kept.clear()
+            self._generation = generation
+        config = self._kept.get(name)
+        if config is None:
+            config = await self._catalog.require(name)
+            if generation == self._generation:  # no newer generation came while it was read
+                self._kept[name] = config
+        return config
+
+
 class SearchNode:
     """The query pipeline over this process's own view of the store (app.context.LocalSearch)."""
 
@@ -72,9 +98,11 @@ class SearchNode:
         self._redis = redis
         self._store = store
         self._replica = replica
-        self._catalog = Catalog(redis)
+        catalog = Catalog(redis)
+        self._configs = _Configs(catalog)
+        self._marks: Marks | None = None  # opened with the replica's first copy
         vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        self._searcher = Searcher(store, vectorizer, self._catalog, recorder)
+        self._searcher = Searcher(store, vectorizer, catalog, recorder)
         self._served = 0
         self._loaded = replica is None
         self._loading: asyncio.Task[None] | None = None
@@ -108,6 +136,8 @@ class SearchNode:
             self._loading.cancel()
             await asyncio.gather(self._loading, return_exceptions=True)
         await self._heartbeat.stop()
+        if self._marks is not None:
+            self._marks.close()
         if self._replica is not None:
             await self._replica.close()
         else:
@@ -119,19 +149,16 @@ class SearchNode:
         if self._replica is None:
             response = await self._searcher.search(collection, query)
         else:
-            # The newest acknowledged position and the collection's config in one round trip.
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.get(RedisKeys.replication_visible())
-            self._catalog.read_with(pipe, collection)
-            raw_visible, raw_config = await pipe.execute()
-            if not await self._replica.caught_up(
-                Position.parse(raw_visible), self._settings.replica_wait_s
-            ):
+            if self._marks is None:
+                raise Unavailable("this search process is loading", self._settings.retry_after_s)
+            visible, generation = self._marks.read()
+            position = None if visible is None else Position(*visible)
+            if not await self._replica.caught_up(position, self._settings.replica_wait_s):
                 raise Unavailable(
                     "this search process is still applying the newest writes; retry",
                     self._settings.retry_after_s,
                 )
-            config = required(raw_config)
+            config = await self._configs.get(collection, generation)
             response = await self._searcher.search(collection, query, config)
         self._served += 1
         return response
@@ -139,6 +166,8 @@ class SearchNode:
     async def _load(self) -> None:
         if self._replica is not None:
             await self._replica.start()  # retries until the worker answers
+            # The worker made its marks before it answered the copy.
+            self._marks = Marks.read_only(self._settings.marks_path)
             self._loaded = True
         # What the process holds from here on lives as long as it does: the collector stops
         # walking it, which a full collection did every few hundred searches (each search makes

@@ -18,7 +18,14 @@ from core.catalog import Catalog
 from core.errors import InvalidInput
 from core.ledger import Ledger
 from core.lifecycle import Periodic
-from core.messages import CopyStore, SearchRequest, StoreCopied, WorkerCall
+from core.messages import (
+    CopyStore,
+    CreateCollection,
+    DropCollection,
+    SearchRequest,
+    StoreCopied,
+    WorkerCall,
+)
 from core.metrics import COLLECTION_DOCUMENTS, Recorder
 from core.metrics_publish import MetricsPublisher
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys
@@ -33,6 +40,7 @@ from worker.indexing import Indexer
 from worker.joining import Joiner
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
+from worker.marks import Marks
 from worker.querying import Searcher
 from worker.reaper import Reaper
 from worker.replication import Replicator
@@ -49,6 +57,10 @@ FINISH_BATCH_S = 3.0
 FINISH_RPCS_S = 1.5
 
 
+# The admin requests that write the catalog: the search nodes parse a collection's config again.
+CATALOG_CHANGES = (CreateCollection, DropCollection)
+
+
 class WorkerService:
     def __init__(
         self,
@@ -57,12 +69,14 @@ class WorkerService:
         redis: Redis,
         store: Store,
         replicator: Replicator | None = None,
+        marks: Marks | None = None,
     ) -> None:
         self._settings = settings
         self._bus = bus
         self._redis = redis
         self._store = store
         self._replicator = replicator
+        self._marks = marks
         catalog, ledger, stats = Catalog(redis), Ledger(redis), LexicalStats(redis)
         self._catalog = catalog
         self._recorder = Recorder()
@@ -98,9 +112,11 @@ class WorkerService:
         )
         if not isinstance(store, EdgeStore):  # a Qdrant server: the api processes query it too
             return cls(settings, bus, redis, store)
-        replicator = Replicator(store, bus, redis)
+        marks = Marks.open(settings.marks_path)
+        marks.bump_catalog()  # what the nodes kept of the catalog may predate this worker
+        replicator = Replicator(store, bus, redis, marks)
         await replicator.start()
-        return cls(settings, bus, redis, replicator, replicator)
+        return cls(settings, bus, redis, replicator, replicator, marks)
 
     async def start(self) -> None:
         # The api processes answer their own searches (worker/search_node.py); one still loading
@@ -134,6 +150,8 @@ class WorkerService:
         await self._metrics.close()
         await self._bus.close()
         await self._store.close()
+        if self._marks is not None:
+            self._marks.close()
         with contextlib.suppress(RedisError, OSError):  # readiness stops counting on us at once
             await self._redis.delete(RedisKeys.heartbeat("worker"))
         await self._redis.aclose()
@@ -150,9 +168,13 @@ class WorkerService:
                 raise InvalidInput("the store is a Qdrant server: searchers need no copy")
             position = await self._replicator.copy(Path(request.target), request.collections)
             return StoreCopied(epoch=position.epoch, seq=position.seq)
-        result = await self._admin.handle(call)
+        try:
+            result = await self._admin.handle(call)
+        finally:  # a create or drop that failed part way may have changed the catalog too
+            if self._marks is not None and isinstance(request, CATALOG_CHANGES):
+                self._marks.bump_catalog()
         if self._replicator is not None:
-            await self._replicator.mark_visible()
+            self._replicator.mark_visible()
         return result
 
     async def _count_documents(self) -> None:

@@ -134,6 +134,25 @@ def test_a_collection_made_and_dropped_is_seen_by_the_replicas_at_once(
         assert [hit["id"] for hit in response.json()["results"]] == ["y"]
 
 
+def test_a_collection_made_again_with_another_config_is_searched_with_it_at_once(
+    client: httpx.Client, board: redis.Redis
+) -> None:
+    """Search nodes keep each collection's parsed config until the worker marks a catalog
+    change (worker/marks.py): one that kept the old config would ask the new shard for the old
+    vector."""
+    create(client, "remade", keyword_collection())
+    sync_version(client, "remade", "x", 1)
+    wait_until(lambda: len(loaded(board)) == SEARCHERS, timeout=RESTART_S)
+    before = served(board)
+    while not all(served(board).get(i, 0) > before.get(i, 0) for i in ("1", "2")):
+        assert found_anew(client, "remade", "x") == "lemon tart version1"  # both keep the config
+    assert client.delete("/v1/collections/remade").status_code == 200
+    other = {"vectors": [{"name": "words", "type": "full_text", "index_fields": ["content"]}]}
+    create(client, "remade", other)
+    sync_version(client, "remade", "y", 2)
+    assert [found_anew(client, "remade", "y") for _ in range(8)] == ["lemon tart version2"] * 8
+
+
 def test_unchanged_texts_resent_with_new_tags_reach_every_search_process(
     client: httpx.Client,
 ) -> None:

@@ -17,12 +17,6 @@ from worker.replication import Position, WirePoint, Written
 from worker.store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot
 
 
-def test_a_position_reads_back_what_it_writes() -> None:
-    assert Position.parse(Position(3, 41).text()) == Position(3, 41)
-    assert Position.parse(b"7:0") == Position(7, 0)
-    assert Position.parse(None) is None
-
-
 def test_an_upsert_crosses_the_wire_with_its_vectors_and_payload() -> None:
     point = PointWrite(
         "doc-1",
