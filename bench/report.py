@@ -15,7 +15,6 @@ from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 RUNS_HEADING = "## Runs of bench/encoders"
-PROBE_LOOPS = 1_000_000
 
 
 def _cpu_model() -> str:
@@ -45,27 +44,13 @@ def _version(package: str) -> str:
         return "absent"
 
 
-def speed_probe_ms() -> float:
-    """How long one core takes over a fixed pure-Python loop (best of three, ms). The VMs here
-    change speed by a third within an hour (0.66 to 1.05 s for ten times this loop, 2026-11-27),
-    so two runs compare only where their probes agree."""
-    best = float("inf")
-    for _ in range(3):
-        started, total = time.perf_counter(), 0
-        for i in range(PROBE_LOOPS):
-            total += i
-        best = min(best, time.perf_counter() - started)
-    return best * 1000
-
-
 def machine() -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (
         f"{os.cpu_count()} cores ({_cpu_model()}), {_memory_gib():.0f} GiB, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
         f"torch {_version('torch')}, onnxruntime {_version('onnxruntime')}, "
-        f"sentence-transformers {_version('sentence-transformers')}; load average at start {load}; "
-        f"speed probe at start {speed_probe_ms():.0f} ms"
+        f"sentence-transformers {_version('sentence-transformers')}; load average at start {load}"
     )
 
 
@@ -79,7 +64,6 @@ class Report:
         default_factory=lambda: shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]])
     )
     runs_heading: str = RUNS_HEADING
-    probe_at_end_ms: float | None = None  # taken by the first markdown()
 
     def text(self, line: str = "") -> None:
         self.lines.append(line)
@@ -94,14 +78,11 @@ class Report:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
         minutes = (time.time() - self.started) / 60
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        if self.probe_at_end_ms is None:
-            self.probe_at_end_ms = speed_probe_ms()
         head = [
             f"### {stamp}: {self.title}",
             "",
             f"- command: `{self.command}`",
-            f"- machine: {self.machine}; load average at the end {load}; speed probe at the end "
-            f"{self.probe_at_end_ms:.0f} ms (`bench.report.speed_probe_ms`: lower is faster)",
+            f"- machine: {self.machine}; load average at the end {load}",
             f"- took {minutes:.1f} min",
             "",
         ]
