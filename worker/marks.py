@@ -10,9 +10,9 @@ With the embedded store the worker and every api process share `$BRAID_DATA_DIR`
 
 The worker stores each before it answers the request that moved it, and a node reads both from
 memory: a Redis round trip per search for the same two facts cost the keyword load study about a
-tenth of its throughput (docs/benchmarks.md, 2026-11-27). Each is one aligned 64-bit word, written whole, so a
-reader never sees half of one; the file is never replaced, so a restarted worker writes where the
-nodes read.
+tenth of its throughput (docs/benchmarks.md, 2026-11-27). Each is one aligned 64-bit word,
+written whole, so a reader never sees half of one; the file is never replaced, so a restarted
+worker writes where the nodes read.
 """
 
 from __future__ import annotations
