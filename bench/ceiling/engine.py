@@ -1,7 +1,7 @@
 """The engine alone: the exact query a search node sends for a search, run directly against the
 collection's shard with qdrant-edge in this process, in 1 and N threads.
 
-The requests are built with Braid's own code (worker.querying's arms and candidate window,
+The requests are built with Braid's own code (worker.planning's arms and candidate window,
 core.lexical's query vectors with each slot's parameters, edge_convert's summed query with IDF as
 the store counts it), so the engine answers the same question Braid asks; the top 10 of each
 answer is compared with Braid's over HTTP to prove it. The arms' batch a search node sent before
@@ -30,7 +30,7 @@ from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery
 from worker.filtering import point_filter
 from worker.fusion import Retriever, fuse
-from worker.querying import candidate_window, plan_arms, plan_retrievers
+from worker.planning import candidate_window, plan_arms, plan_retrievers
 from worker.store import edge_convert as convert
 from worker.store import edge_folder as folder
 from worker.store.ids import DOC_ID_KEY

@@ -59,7 +59,7 @@ def test_a_search_planned_without_trigrams_keeps_only_its_word_terms() -> None:
         assert isinstance(with_all.vector, SparseVector) and isinstance(words.vector, SparseVector)
         assert words.vector.indices  # the words themselves stay
         terms[with_all.slot] = set(with_all.vector.indices), set(words.vector.indices)
-    # Only the main field's arm asks for trigrams (worker.querying.plan_arms): the name arm's
+    # Only the main field's arm asks for trigrams (worker.planning.plan_arms): the name arm's
     # terms are its words either way.
     assert terms["keyword.content"][1] < terms["keyword.content"][0]
     assert terms["keyword.name"][1] == terms["keyword.name"][0]

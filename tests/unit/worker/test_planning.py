@@ -1,10 +1,10 @@
-"""How a search is planned into arms (worker.querying.plan_arms)."""
+"""How a search is planned into arms (worker.planning.plan_arms)."""
 
 from __future__ import annotations
 
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery
-from worker.querying import plan_arms
+from worker.planning import plan_arms
 
 CONFIG = CollectionConfig.model_validate(
     {
