@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 
 from core.bus import Bus
 from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
+from worker.marks import Marks
 from worker.replication import Position, Replicator
 from worker.store import edge_convert
 from worker.store.edge import EdgeStore
@@ -221,7 +222,8 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
     """The documents before the one that failed are written: the replicas cannot know which,
     so the stream skips a number, and each replica copies the store at the next message."""
     edge = await EdgeStore.open(store_root)
-    replicator = Replicator(edge, Bus("amqp://nowhere"), cast(Redis, None))  # broadcasts fail
+    marks = Marks.open(tmp_path / "replication.marks")  # broadcasts fail: nothing to mark
+    replicator = Replicator(edge, Bus("amqp://nowhere"), cast(Redis, None), marks)
     try:
         await edge.create_collection(COLLECTION, SCHEMA)
         await replicator.upsert(COLLECTION, [point("a", v=1)])
@@ -235,4 +237,5 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
         await replicator.delete(COLLECTION, ["a"])  # the next write: its number shows the gap
         assert await replicator.copy(tmp_path / "third", None) == Position(0, 3)
     finally:
+        marks.close()
         await edge.close()
