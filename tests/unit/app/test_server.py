@@ -1,16 +1,17 @@
-"""The api's server: slow request headers are cut off; the port can be shared."""
+"""The api's server: slow request headers are cut off; an answer is one write; the port can be
+shared."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from app.server import header_timeout_protocol, shared_socket
+from app.server import OneWritePerTurn, header_timeout_protocol, shared_socket
 
 
 async def hello(scope: Scope, receive: Receive, send: Send) -> None:
@@ -63,3 +64,55 @@ def test_two_sockets_can_share_one_port() -> None:
     assert second.getsockname()[1] == port
     first.close()
     second.close()
+
+
+class Recording(asyncio.Transport):
+    """A transport that records what reaches it, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, list[bytes]]] = []
+        self.closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.calls.append(("write", [bytes(data)]))
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        self.calls.append(("writelines", [bytes(data) for data in list_of_data]))
+
+    def close(self) -> None:
+        self.calls.append(("close", []))
+        self.closing = True
+
+    def abort(self) -> None:
+        self.calls.append(("abort", []))
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def test_what_a_turn_writes_leaves_in_one_call_at_its_end() -> None:
+    real = Recording()
+    held = OneWritePerTurn(real, asyncio.get_running_loop())
+    held.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    held.write(b"hello")
+    assert real.calls == [] and held.get_write_buffer_size() == 24
+    await asyncio.sleep(0)  # the turn ends
+    assert real.calls == [("writelines", [b"HTTP/1.1 200 OK\r\n\r\n", b"hello"])]
+    held.write(b"bye")
+    held.close()  # sends what it holds first
+    await asyncio.sleep(0)
+    assert real.calls[1:] == [("writelines", [b"bye"]), ("close", [])]
+
+
+async def test_an_aborted_connection_sends_nothing_it_held() -> None:
+    real = Recording()
+    held = OneWritePerTurn(real, asyncio.get_running_loop())
+    held.write(b"half an answer")
+    held.abort()
+    await asyncio.sleep(0)
+    assert real.calls == [("abort", [])]
