@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
-from aiormq.exceptions import AMQPError
+from aiormq.exceptions import AMQPError, ChannelInvalidStateError
 from pydantic import BaseModel
 
 from core.errors import BraidError, RpcTimeout
@@ -47,8 +47,14 @@ async def settle(message: AbstractIncomingMessage, *, requeue: bool | None = Non
 
 
 def channel_open(message: AbstractIncomingMessage) -> bool:
-    """Whether the message's channel still lives (if not, the broker redelivers it)."""
-    return not message.channel.is_closed
+    """Whether the message's channel still lives (if not, the broker redelivers it).
+
+    aio-pika's `message.channel` raises for a channel that is gone rather than returning a closed
+    one: every caller (the consumer's pruning, the reaper through it) must get False instead."""
+    try:
+        return not message.channel.is_closed
+    except ChannelInvalidStateError:
+        return False
 
 
 @dataclass(frozen=True)
