@@ -25,6 +25,7 @@ from core.metrics import Recorder
 from core.redis_client import connect_redis
 from core.settings import Settings
 from core.topology import topology
+from core.watchdog import Watchdog
 
 
 def create_app(settings: Settings, open_search: OpenSearch | None = None) -> FastAPI:
@@ -47,7 +48,17 @@ def create_app(settings: Settings, open_search: OpenSearch | None = None) -> Fas
             redis, recorder, f"api-{settings.api_index}", lambda: cluster_counters(context)
         )
         sampler.start()
+        watchdog = Watchdog(
+            bus,
+            redis,
+            recorder,
+            f"api-{settings.api_index}",
+            settings.stall_s,
+            settings.stall_grace_s,
+        )
+        watchdog.start()
         yield
+        await watchdog.close()
         await sampler.close()
         if context.search is not None:
             await context.search.close()

@@ -49,8 +49,10 @@ from core.metrics import RPC_SECONDS, Recorder
 from core.retry import reconnect_delay_s
 from core.subscription import OnMessage, Subscription, declare, subscribe
 from core.topology import QueueSpec
+from core.watchdog import Watched
 
 log = logging.getLogger(__name__)
+QUEUE_STATES_S = 3.0
 
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
@@ -278,10 +280,26 @@ class Bus:
             await asyncio.wait(set(self._handlers), timeout=timeout_s)
 
     async def queue_states(self, queues: Sequence[str]) -> dict[str, QueueState | None]:
-        """(messages ready, consumers) of each queue; None for one missing or unreachable."""
+        """(messages ready, consumers) of each queue; None for one missing or unreachable, or
+        for all of them when the broker does not answer within QUEUE_STATES_S (a hung broker
+        keeps a connection open until the heartbeat times out)."""
         if not self.is_connected or self._connection is None:
             return dict.fromkeys(queues)
-        return await queue_states(self._connection, queues)
+        try:
+            return await asyncio.wait_for(queue_states(self._connection, queues), QUEUE_STATES_S)
+        except TimeoutError:
+            return dict.fromkeys(queues)
+
+    def watched(self) -> list[Watched]:
+        """Every live subscription, for the watchdog: what it consumes and when it last got a
+        message. Cancelled ones (a clean stop) and those between connections are left out."""
+        if not self.is_connected:
+            return []
+        return [
+            Watched(s.source, s.amqp_queue.name, s.delivered_at)
+            for s in self._subscriptions
+            if not s.cancelled and s.amqp_queue is not None
+        ]
 
     async def queue_depth(self, queue: str) -> int:
         state = (await self.queue_states([queue]))[queue]

@@ -167,6 +167,12 @@ COLLECTION_QUEUE = _gauge(
     "state",
     trend_labels=("state",),
 )
+CONSUMER_STALLED = _gauge(
+    "braid_consumer_stalled",
+    "1 while a process's consumer of a queue (or of an exchange's stream) has messages waiting "
+    "and has taken none for BRAID_STALL_S; the process restarts itself after a grace period",
+    "source",
+)
 LAST_SEEN = _gauge(
     "braid_process_last_seen_timestamp_seconds", "Unix time a Braid process last published"
 )
@@ -189,6 +195,7 @@ VOCABULARY: tuple[Metric, ...] = (
     COLLECTION_DOCUMENTS,
     QUEUE_DEPTH,
     COLLECTION_QUEUE,
+    CONSUMER_STALLED,
     LAST_SEEN,
     PROCESS_UP,
 )

@@ -88,6 +88,11 @@ class RedisKeys:
         return f"{cls.prefix}:searchers"
 
     @classmethod
+    def progress(cls) -> str:
+        """Hash process name -> its watchdog record (JSON, core.watchdog): what stalls it."""
+        return f"{cls.prefix}:progress"
+
+    @classmethod
     def metrics_nodes(cls) -> str:
         """Hash node id -> that process's metrics state (JSON, core.metrics)."""
         return f"{cls.prefix}:metrics:nodes"

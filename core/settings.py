@@ -81,6 +81,14 @@ class Settings(BaseSettings):
     # cost"); an async write is indexed up to 80 ms later.
     worker_batch_wait_ms: float = Field(100.0, ge=0)
     max_tries: int = Field(5, ge=1)
+    # A consumer with messages waiting that takes none for this long is stalled (core/watchdog.py):
+    # readiness stops answering 200. A healthy one takes a message at least every batch (the
+    # worker's gathers for 0.1 s, a model batch runs well under a second), so 30 s leaves room for
+    # a slow machine and a dependency's short outage. Stalled for another `stall_grace_s`, the
+    # process exits and supervisord starts it again; the grace outlasts a model holder's restart,
+    # which a worker waiting on its embeddings sits out.
+    stall_s: float = Field(30.0, gt=0)
+    stall_grace_s: float = Field(60.0, ge=0)
     retry_after_s: int = Field(2, ge=1)
 
     api_key: str | None = None

@@ -6,6 +6,7 @@ starts from an empty queue and is told so (`on_subscribed`) to catch up by other
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,16 @@ class Subscription:
     amqp_queue: AbstractQueue | None = None
     tag: str | None = None
     cancelled: bool = False
+    delivered_at: float = 0.0  # monotonic: the last delivery, or the subscribe (core/watchdog.py)
+
+    async def deliver(self, message: AbstractIncomingMessage) -> None:
+        self.delivered_at = time.monotonic()
+        await self.on_message(message)
+
+    @property
+    def source(self) -> str:
+        """What it consumes, by name: the queue, or the exchange its own queue is bound to."""
+        return self.exchange or self.queue
 
 
 async def subscribe(
@@ -55,9 +66,10 @@ async def subscribe(
     else:
         amqp_queue = await declare(channel, spec)
     subscription.channel, subscription.amqp_queue = channel, amqp_queue
+    subscription.delivered_at = time.monotonic()
     arguments: dict[str, Any] = {"x-priority": subscription.priority}
     subscription.tag = await amqp_queue.consume(
-        subscription.on_message, arguments=arguments if subscription.priority else None
+        subscription.deliver, arguments=arguments if subscription.priority else None
     )
     if subscription.on_subscribed is not None:
         subscription.on_subscribed()

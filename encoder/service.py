@@ -19,6 +19,7 @@ from core.redis_client import connect_redis
 from core.settings import Settings
 from core.topology import encoder_queue_spec, topology
 from core.vectors import SparseVector
+from core.watchdog import Watchdog
 from encoder.batcher import SORT_WINDOW, Batcher, BatchKey, EmbedFn
 from encoder.registry import ModelRegistry
 from encoder.routing import Forwarder, Heartbeat, consumed_queues, role_of
@@ -48,6 +49,14 @@ class EncoderService:
         self._stats = EncoderStats(redis, self.index, self.role, lambda: self._registry.loaded)
         bus.recorder = self._stats.recorder  # a router times its hop to the holders
         self._heartbeat = Heartbeat(redis, self.index, self.role, lambda: self._registry.loaded)
+        self._watchdog = Watchdog(
+            bus,
+            redis,
+            self._stats.recorder,
+            f"encoder-{self.index}",
+            settings.stall_s,
+            settings.stall_grace_s,
+        )
         self._batcher = Batcher(
             settings.embed_batch_size,
             settings.embed_batch_wait_ms,
@@ -95,6 +104,7 @@ class EncoderService:
             await self._bus.consume(queue, self._dispatch, prefetch=PREFETCH)
         log.info("encoder %d consuming %s", self.index, ", ".join(consumed_queues(self.settings)))
         await self._heartbeat.start()  # announced only once it consumes: callers may skip routers
+        self._watchdog.start()
 
     async def close(self, drain_s: float = DRAIN_S) -> None:
         """Stop taking work, let in-flight requests finish within `drain_s`, flush stats, and
@@ -109,6 +119,7 @@ class EncoderService:
                 task.cancel()
         await self._batcher.close()
         await self._stats.close()
+        await self._watchdog.close()
         await self._bus.close()
         await self._redis.aclose()
 

@@ -33,6 +33,7 @@ from core.redis_client import connect_redis
 from core.schemas.search import SearchResponse
 from core.settings import Settings
 from core.topology import topology
+from core.watchdog import Watchdog
 from worker.admin import Admin, store_ok
 from worker.browsing import Browser
 from worker.consumer import BATCHES_IN_FLIGHT, DocumentConsumer
@@ -101,6 +102,9 @@ class WorkerService:
         self._metrics = MetricsPublisher(
             redis, self._recorder, "worker", "worker", refresh=self._count_documents
         )
+        self._watchdog = Watchdog(
+            bus, redis, self._recorder, "worker", settings.stall_s, settings.stall_grace_s
+        )
 
     @classmethod
     async def open(cls, settings: Settings) -> WorkerService:
@@ -132,6 +136,7 @@ class WorkerService:
         self._heartbeat.start()
         self._reaper.periodic.start()
         self._metrics.start()
+        self._watchdog.start()
 
     async def close(self) -> None:
         """Stop taking work, finish the batch in hand and the RPCs in flight (each bounded),
@@ -148,6 +153,7 @@ class WorkerService:
         await self._heartbeat.stop()
         await self._reaper.periodic.stop()
         await self._metrics.close()
+        await self._watchdog.close()
         await self._bus.close()
         await self._store.close()
         if self._marks is not None:

@@ -3,7 +3,9 @@
 API.md: 200 when everything is ready; 218 when the store and the broker are up but only one of
 indexing and querying can work; 503 otherwise. Nothing here is assumed: the worker's heartbeat
 says whether the store answered (and expires when the worker stops), the broker says who consumes
-each queue, and the encoder registry says whether a model holder is alive.
+each queue, the encoder registry says whether a model holder is alive, and each process's
+watchdog says whether a consumer of its has stopped taking the messages waiting for it (a
+consumer can be counted by the broker and still take nothing).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,11 +23,23 @@ from app.context import ApiContext
 from core.delivery import QueueState
 from core.enums import EmbedKind
 from core.holders import live_holders, parse_registry
-from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE, WORKER_RPC_QUEUE, RedisKeys, holder_queue
+from core.names import (
+    DOCUMENTS_QUEUE,
+    REPLICATION_EXCHANGE,
+    SEARCH_QUEUE,
+    WORKER_RPC_QUEUE,
+    RedisKeys,
+    embed_queue,
+    holder_queue,
+)
+from core.watchdog import ProgressRecord, parse_records
 
 # Queues that must have a consumer for each side to work.
 INDEX_QUEUES = (DOCUMENTS_QUEUE, WORKER_RPC_QUEUE, holder_queue(EmbedKind.DOCUMENT))
 QUERY_QUEUES = (SEARCH_QUEUE, holder_queue(EmbedKind.QUERY))
+# What a stalled consumer (core/watchdog.py) stops, by what it consumes; anything else stops both.
+INDEX_SOURCES = frozenset({*INDEX_QUEUES, embed_queue(EmbedKind.DOCUMENT)})
+QUERY_SOURCES = frozenset({*QUERY_QUEUES, embed_queue(EmbedKind.QUERY), REPLICATION_EXCHANGE})
 WORKER_BEAT_MAX_AGE_S = 10.0
 
 
@@ -46,6 +60,16 @@ class Observed:
     queues: Mapping[str, QueueState | None]
     holder_alive: bool
     now: float
+    progress: Mapping[str, ProgressRecord] = field(default_factory=dict)  # fresh, by process
+
+    def stalled(self, side: frozenset[str]) -> bool:
+        """Whether a process is stalled on a consumer that this side needs."""
+        other = QUERY_SOURCES if side is INDEX_SOURCES else INDEX_SOURCES
+        return any(
+            stall.source in side or stall.source not in other
+            for record in self.progress.values()
+            for stall in record.stalled
+        )
 
 
 def judge(seen: Observed) -> tuple[ReadyResponse, int]:
@@ -59,8 +83,9 @@ def judge(seen: Observed) -> tuple[ReadyResponse, int]:
         return all(s is not None and s.consumers > 0 for s in states)
 
     rabbitmq = seen.broker_connected
-    index = database and rabbitmq and seen.holder_alive and consumed(INDEX_QUEUES)
-    query = database and rabbitmq and seen.holder_alive and consumed(QUERY_QUEUES)
+    up = database and rabbitmq and seen.holder_alive
+    index = up and consumed(INDEX_QUEUES) and not seen.stalled(INDEX_SOURCES)
+    query = up and consumed(QUERY_QUEUES) and not seen.stalled(QUERY_SOURCES)
     state = ReadyResponse(
         database=database, rabbitmq=rabbitmq, index=index, query=query, ready=index and query
     )
@@ -77,8 +102,9 @@ async def observe(ctx: ApiContext) -> Observed:
     try:
         raw_beat = await ctx.redis.get(RedisKeys.heartbeat("worker"))
         registry = await ctx.redis.hgetall(RedisKeys.encoders())
+        progress = await ctx.redis.hgetall(RedisKeys.progress())
     except (RedisError, OSError):  # Redis down: no heartbeat can be read, nothing is ready
-        raw_beat, registry = None, {}
+        raw_beat, registry, progress = None, {}, {}
     holders = live_holders(parse_registry(registry), now)
     return Observed(
         broker_connected=ctx.bus.is_connected,
@@ -86,4 +112,5 @@ async def observe(ctx: ApiContext) -> Observed:
         queues=queues,
         holder_alive=bool(holders),
         now=now,
+        progress=parse_records(progress, now),
     )
