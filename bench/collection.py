@@ -110,10 +110,13 @@ class LoadCollection:
                 progress.sample(await self._stats())
             await asyncio.sleep(1.0)
 
-    async def prepopulate(self, documents: int, minutes: float) -> Bulk:
+    async def prepopulate(
+        self, documents: int, minutes: float, lengths: workload.Lengths = workload.Lengths.SEED
+    ) -> Bulk:
         """Bulk-load documents 0, 1, 2 … until `documents` or `minutes`, then wait until all
         are indexed. The documents/s is sent-and-indexed: first request to empty queue."""
         fake = workload.seeded(documents)
+        make = workload.MAKERS[lengths]
         deadline = time.monotonic() + minutes * 60
         gate = asyncio.Semaphore(BULK_IN_FLIGHT)
         pending: set[asyncio.Task[None]] = set()
@@ -130,8 +133,7 @@ class LoadCollection:
                     break
             count = min(BULK, documents - sent)
             batch = [
-                workload.document(fake, number, workload.PREPOPULATED_AT)
-                for number in range(sent, sent + count)
+                make(fake, number, workload.PREPOPULATED_AT) for number in range(sent, sent + count)
             ]
             await gate.acquire()
             task = asyncio.create_task(self._post_bulk(batch, progress))

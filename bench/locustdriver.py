@@ -17,18 +17,31 @@ from pathlib import Path
 import httpx
 
 from bench import procs
-from bench.workload import COLLECTION
+from bench.workload import COLLECTION, ID_SPACE, Lengths
 from harness.stack import REPO_ROOT, die_with_parent, free_ports
 
 
 class LocustProcess:
     """Locust with its web API on a free port, driven by a runner."""
 
-    def __init__(self, host: str, oplog: Path, log: Path, seed: int, processes: int = 1) -> None:
+    def __init__(
+        self,
+        host: str,
+        oplog: Path,
+        log: Path,
+        seed: int,
+        processes: int = 1,
+        id_space: int = ID_SPACE,
+        lengths: Lengths = Lengths.SEED,
+    ) -> None:
         self.port = free_ports(1)[0]
         env = dict(os.environ)
         env.update(
-            BRAID_LOAD_COLLECTION=COLLECTION, BRAID_LOAD_OPLOG=str(oplog), BRAID_LOAD_SEED=str(seed)
+            BRAID_LOAD_COLLECTION=COLLECTION,
+            BRAID_LOAD_OPLOG=str(oplog),
+            BRAID_LOAD_SEED=str(seed),
+            BRAID_LOAD_ID_SPACE=str(id_space),
+            BRAID_LOAD_LENGTHS=str(lengths),
         )
         command = [
             sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "bench" / "locustfile.py"),

@@ -4,6 +4,10 @@
 
     locust -f bench/locustfile.py --host http://127.0.0.1:8234      # collection "load"
 
+Two variables change the mix's writes (bench/soak sets them): BRAID_LOAD_ID_SPACE, the ids the
+writes draw from (100,000; the soak gives the pre-populated count, so the collection keeps its
+size), and BRAID_LOAD_LENGTHS, the documents' lengths (`seed`, or `varied`: 3 to 300 words).
+
 bench/loadrun drives it (through Locust's web API) and reads two things this file adds:
 - BRAID_LOAD_OPLOG: a file where every write is logged when it starts ("B seq op id timestamp
   name") and when its answer comes ("E seq status"), so the runner can check the collection against
@@ -32,9 +36,10 @@ from locust import FastHttpUser, events, task
 from bench.workload import (
     DELETE_WEIGHT,
     ID_SPACE,
+    MAKERS,
     SEARCH_WEIGHT,
     UPSERT_WEIGHT,
-    document,
+    Lengths,
     now_iso,
     query,
     seeded,
@@ -42,6 +47,8 @@ from bench.workload import (
 
 COLLECTION = os.environ.get("BRAID_LOAD_COLLECTION", "load")
 BASE = f"/v1/collections/{COLLECTION}"
+WRITE_IDS = int(os.environ.get("BRAID_LOAD_ID_SPACE", ID_SPACE))
+document = MAKERS[Lengths(os.environ.get("BRAID_LOAD_LENGTHS", Lengths.SEED))]
 MAX_RETRY_AFTER_S = 30.0
 
 totals: Counter[str] = Counter()  # "search 200", "upsert 503", "delete 0" (no answer) ...
@@ -133,7 +140,7 @@ class SeedUser(FastHttpUser):
 
     @task(UPSERT_WEIGHT)
     def upsert(self) -> None:
-        doc = document(self.fake, self.random.randrange(ID_SPACE), now_iso())
+        doc = document(self.fake, self.random.randrange(WRITE_IDS), now_iso())
         seq = oplog.begin("upsert", doc["id"], doc["timestamp"], doc["name"])
         status = 0
         try:
@@ -146,7 +153,7 @@ class SeedUser(FastHttpUser):
 
     @task(DELETE_WEIGHT)
     def delete(self) -> None:
-        doc = str(self.random.randrange(ID_SPACE))
+        doc = str(self.random.randrange(WRITE_IDS))
         timestamp = now_iso()
         seq = oplog.begin("delete", doc, timestamp)
         status = 0

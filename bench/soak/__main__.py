@@ -13,7 +13,7 @@ from pathlib import Path
 from bench.report import Report
 from bench.soak import findings
 from bench.soak import report as soak_report
-from bench.soak.run import Plan, run
+from bench.soak.run import HYBRID_DOCUMENTS, HYBRID_USERS, Plan, run
 
 
 def parse(argv: list[str]) -> Plan:
@@ -23,15 +23,31 @@ def parse(argv: list[str]) -> Plan:
         "memory of every process of the stack and search latency each minute, then a check that "
         "nothing was lost.",
     )
-    parser.add_argument("--documents", type=int, help="pre-populated documents (100000)")
-    parser.add_argument("--users", type=int, help="Locust users (4: half the keyword knee)")
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="the hybrid collection (keyword and the model's dense vector), documents of 3 to "
+        "300 words so the model holder sees every token length",
+    )
+    parser.add_argument(
+        "--documents",
+        type=int,
+        help=f"pre-populated documents, the ids the writes draw from (100000; hybrid "
+        f"{HYBRID_DOCUMENTS}: what the model embeds in about 5 minutes)",
+    )
+    parser.add_argument(
+        "--users",
+        type=int,
+        help=f"Locust users (4: half the keyword knee of 8; hybrid {HYBRID_USERS}: about 60 RPS, "
+        "half the hybrid knee of 96-126 RPS at 3-9 users)",
+    )
     parser.add_argument("--minutes", type=int, help="minutes under load (60)")
     parser.add_argument("--warmup", type=int, help="minutes left out of growth and slope (5)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
     parser.add_argument("--smoke", action="store_true", help="2 minutes, 500 documents, no write")
     parser.add_argument("--no-write", action="store_true", help="print instead of recording")
     args = parser.parse_args(argv)
-    plan = Plan(documents=500, minutes=2, write=False) if args.smoke else Plan()
+    plan = Plan.defaults(hybrid=args.hybrid, smoke=args.smoke)
     for name in ("documents", "users", "minutes", "warmup"):
         if getattr(args, name) is not None:
             setattr(plan, name, getattr(args, name))
@@ -42,9 +58,13 @@ def parse(argv: list[str]) -> Plan:
     return plan
 
 
+def title(plan: Plan) -> str:
+    return f"soak ({plan.config}, {plan.users} users, {plan.minutes} min)"
+
+
 async def soak(plan: Plan) -> int:
     doc = Report(
-        title=f"soak (keyword, {plan.users} users, {plan.minutes} min)",
+        title=title(plan),
         command=shlex.join(["python3", "-m", "bench.soak", *sys.argv[1:]]),
         runs_heading=soak_report.HEADING,
     )

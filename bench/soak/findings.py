@@ -15,6 +15,7 @@ from typing import Literal
 
 from bench.collection import Bulk
 from bench.measure import median, slope
+from bench.workload import ID_SPACE, Lengths
 from harness import verify
 
 # A process fails the soak when its anonymous memory at the end is more than both of these above
@@ -208,6 +209,9 @@ class SoakResult:
     drain_s: float = 0.0
     check: verify.Verdict | None = None
     stack_env: str = ""
+    config: str = "keyword"  # the collection: keyword, or hybrid (with the model's dense vector)
+    lengths: Lengths = Lengths.SEED  # of the documents written
+    id_space: int = ID_SPACE  # the writes' ids: 0 .. id_space - 1
 
     @property
     def warmup(self) -> int:
@@ -233,9 +237,10 @@ class Verdict:
 
 def judge(result: SoakResult) -> Verdict:
     """Fails on any error other than a 503, anything lost (or not checked), a process restarted,
-    a process whose anonymous memory grew past the limits after the warm-up, or too little run to
-    tell (no load, fewer than two minutes). Not RSS: it also counts the store's memory-mapped
-    segment files, reclaimable page cache that follows the appendable segment, not a leak."""
+    a process (any program's tree, the model-holding encoders included) whose anonymous memory grew
+    past the limits after the warm-up, or too little run to tell (no load, fewer than two
+    minutes). Not RSS: it also counts the store's memory-mapped segment files, reclaimable page
+    cache that follows the appendable segment, not a leak."""
     reasons = []
     if result.answers.requests == 0:
         reasons.append("no requests were answered")

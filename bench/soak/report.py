@@ -22,11 +22,17 @@ from bench.soak.findings import (
     latency,
     programs,
 )
-from bench.workload import COLLECTION
+from bench.workload import COLLECTION, VARIED_WORDS, Lengths
 from harness.stack import REPO_ROOT
 
 OUT_DIR = REPO_ROOT / "docs" / "soak"
 HEADING = "## Soak (bench/soak)"
+CONFIG_WORDS = {"keyword": "keyword", "hybrid": "hybrid: keyword and the model's dense vector"}
+LENGTH_WORDS = {
+    Lengths.SEED: "documents of the seed workload (five Faker paragraphs, ~70 words)",
+    Lengths.VARIED: f"documents of {VARIED_WORDS[0]} to {VARIED_WORDS[1]} words, uniformly (every "
+    "32-token length the model's document lane pads to, up to its 256 and past it)",
+}
 
 
 def _ms(value: float) -> str:
@@ -98,7 +104,7 @@ def plot(path: Path, result: SoakResult) -> None:
     bottom.set_ylim(bottom=0)
     bottom.set_xlabel("minutes under load (dotted: end of the warm-up)")
     bottom.legend(loc="upper left", fontsize=8)
-    top.set_title(f"Braid soak: {result.users} users, keyword, {len(minutes)} min")
+    top.set_title(f"Braid soak: {result.users} users, {result.config}, {len(minutes)} min")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -165,12 +171,15 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     seconds = sum(row.seconds for row in minutes)
     rps = [row.rps for row in minutes]
     report.text(
-        f"- stack: {result.stack_env}, embedded store; collection `{COLLECTION}` (keyword), "
-        f"{bulk.documents:,} documents pre-populated in {bulk.seconds:.0f} s ({bulk.docs_s:.0f}/s)"
+        f"- stack: {result.stack_env}, embedded store; collection `{COLLECTION}` "
+        f"({CONFIG_WORDS.get(result.config, result.config)}), {bulk.documents:,} documents "
+        f"pre-populated in {bulk.seconds:.0f} s ({bulk.docs_s:.0f}/s); "
+        f"{LENGTH_WORDS[result.lengths]}"
     )
     early = " (**stopped early**)" if result.stopped_early else ""
     report.text(
-        f"- load: bench/locustfile.py (80 % search, 19 % upsert, 1 % delete, no wait) at "
+        f"- load: bench/locustfile.py (the {result.config} mix: 80 % search, 19 % upsert of a "
+        f"random id of {result.id_space:,}, 1 % delete, no wait) at "
         f"**{result.users} users for {seconds / 60:.1f} min**{early} of "
         f"{result.minutes_planned} planned, a row a minute; growth and slope leave out the first "
         f"{result.warmup} min (warm-up)"
@@ -190,8 +199,9 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     if minutes:
         report.text(
             f"- collection: {minutes[0].documents:,} documents at minute 1, "
-            f"{minutes[-1].documents:,} at the end (the workload upserts ids 0–99,999: memory that "
-            "follows the collection's size is data, not necessarily a leak)"
+            f"{minutes[-1].documents:,} at the end (the workload upserts ids 0–"
+            f"{result.id_space - 1:,}: memory that follows the collection's size is data, not "
+            "necessarily a leak)"
         )
     report.text(
         f"- document queue: at most {max((row.doc_queue_max for row in minutes), default=0):,} "

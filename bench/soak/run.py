@@ -1,5 +1,6 @@
-"""The soak's run: a stack of its own, the keyword collection pre-populated, Locust at a fixed user
-count for the planned minutes with a row every minute, then drain and check nothing was lost."""
+"""The soak's run: a stack of its own, the load collection (keyword, or hybrid: keyword and the
+model's dense vector) pre-populated, Locust at a fixed user count for the planned minutes with a row
+every minute, then drain and check nothing was lost."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import procs
+from bench import procs, workload
 from bench.collection import Gauges, LoadCollection
 from bench.locustdriver import LocustProcess, number
 from bench.soak import memory
@@ -29,16 +30,25 @@ from bench.soak.findings import (
 from core.bus import Bus
 from harness.stack import Stack
 
-CONFIG = "keyword"
 SAMPLE_S = 5.0  # document queue samples within a minute
 MINUTE_S = 60.0
 STACK_ENV = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}  # as bench/load runs it
 
 
+# Hybrid: every document goes through the model, ~160 tokens each on average (twice the seed
+# documents'): 32/s with the machine shared, so 10,000 keep pre-population within about 5 minutes
+# (under 2 on a quiet one). The writes draw their ids from those pre-populated, so the collection
+# keeps that size. 2 users of the hybrid mix answered 62 RPS in a 3-minute try (3: 96.2), half
+# the hybrid knee of 96-126 RPS at 3-9 users (docs/benchmarks.md).
+HYBRID_DOCUMENTS = 10_000
+HYBRID_USERS = 2
+
+
 @dataclass
 class Plan:
-    # The seed workload writes random ids of 100,000: starting full keeps the collection at its
-    # steady size, so memory that grows points at a leak, not at more data.
+    hybrid: bool = False  # the hybrid collection and varied document lengths
+    # The writes draw random ids from the pre-populated ones: starting full keeps the collection at
+    # its steady size, so memory that grows points at a leak, not at more data.
     documents: int = 100_000
     users: int = 4  # half the keyword knee (8 users) in docs/benchmarks.md
     minutes: int = 60
@@ -46,6 +56,25 @@ class Plan:
     prepopulate_minutes: float = 30.0
     env: dict[str, str] = field(default_factory=dict)  # over STACK_ENV
     write: bool = True
+
+    @classmethod
+    def defaults(cls, hybrid: bool = False, smoke: bool = False) -> Plan:
+        plan = cls(hybrid=hybrid)
+        if hybrid:
+            plan.documents, plan.users = HYBRID_DOCUMENTS, HYBRID_USERS
+        if smoke:
+            plan.documents, plan.minutes, plan.write = 500, 2, False
+        return plan
+
+    @property
+    def config(self) -> str:
+        """The load study's collection configuration (bench/workload.py's CONFIGS)."""
+        return "hybrid" if self.hybrid else "keyword"
+
+    @property
+    def lengths(self) -> workload.Lengths:
+        """Varied lengths in hybrid, to take the model holder through every token shape."""
+        return workload.Lengths.VARIED if self.hybrid else workload.Lengths.SEED
 
     @property
     def stack_env(self) -> dict[str, str]:
@@ -157,16 +186,29 @@ class Soak:
         gauges = Gauges(self.client, bus)
         collection = LoadCollection(self.client, gauges, say)
         try:
-            await collection.create(CONFIG)
-            bulk = await collection.prepopulate(self.plan.documents, self.plan.prepopulate_minutes)
+            await collection.create(self.plan.config)
+            bulk = await collection.prepopulate(
+                self.plan.documents, self.plan.prepopulate_minutes, self.plan.lengths
+            )
             oplog = self.scratch / "oplog.txt"
-            locust = LocustProcess(self.stack.base_url, oplog, self.scratch / "locust.log", seed=1)
+            ids = bulk.documents or workload.ID_SPACE
+            locust = LocustProcess(
+                self.stack.base_url,
+                oplog,
+                self.scratch / "locust.log",
+                seed=1,
+                id_space=ids,
+                lengths=self.plan.lengths,
+            )
             try:
                 await locust.ready()
                 rows, answers = await self.soak(locust, gauges)
             finally:
                 await locust.stop()
             result = SoakResult(
+                config=self.plan.config,
+                lengths=self.plan.lengths,
+                id_space=ids,
                 users=self.plan.users,
                 minutes_planned=self.plan.minutes,
                 warmup_wanted=self.plan.warmup,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from bench.collection import Bulk
 from bench.measure import slope
 from bench.procs import Proc, status_kib_bytes
 from bench.report import Report
 from bench.soak import memory
+from bench.soak.__main__ import parse, title
 from bench.soak.findings import (
     Answers,
     Minute,
@@ -21,6 +23,8 @@ from bench.soak.findings import (
     warmup_minutes,
 )
 from bench.soak.report import rows, section
+from bench.soak.run import HYBRID_DOCUMENTS, HYBRID_USERS
+from bench.workload import ID_SPACE, MAKERS, VARIED_WORDS, Lengths, seeded, varied_document
 from harness.verify import Verdict as Check
 
 MIB = 1024 * 1024
@@ -277,3 +281,97 @@ def test_the_memory_table_shows_rss_and_anon_and_marks_anon_growth() -> None:
     assert cells[0] == "worker **over the limit**"
     assert cells[1:4] == ["920.0 / 666.0", "1000.0 / 674.0", "1400.0 / 784.0"]
     assert cells[4] == "+400.0 / +110.0"
+
+
+def test_the_default_soak_is_keyword_with_seed_documents_at_half_the_keyword_knee() -> None:
+    plan = parse([])
+    assert (plan.config, plan.lengths, plan.documents, plan.users) == (
+        "keyword",
+        Lengths.SEED,
+        100_000,
+        4,
+    )
+    assert (plan.minutes, plan.warmup, plan.write) == (60, 5, True)
+    assert title(plan) == "soak (keyword, 4 users, 60 min)"
+
+
+def test_hybrid_takes_the_dense_vector_varied_lengths_and_its_own_defaults() -> None:
+    plan = parse(["--hybrid"])
+    assert (plan.config, plan.lengths) == ("hybrid", Lengths.VARIED)
+    assert (plan.documents, plan.users) == (HYBRID_DOCUMENTS, HYBRID_USERS) == (10_000, 2)
+    assert (plan.minutes, plan.write) == (60, True)
+    assert title(plan) == "soak (hybrid, 2 users, 60 min)"
+    assert plan.stack_env == {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}
+
+
+def test_hybrid_smoke_and_overrides_apply_over_the_hybrid_defaults() -> None:
+    smoke = parse(["--hybrid", "--smoke"])
+    assert (smoke.config, smoke.documents, smoke.minutes, smoke.users, smoke.write) == (
+        "hybrid",
+        500,
+        2,
+        2,
+        False,
+    )
+    tried = parse(["--hybrid", "--minutes", "3", "--documents", "1000", "--no-write"])
+    assert (tried.documents, tried.minutes, tried.users, tried.write) == (1000, 3, 2, False)
+    assert parse(["--hybrid", "--users", "3", "--env", "BRAID_SEARCHERS=2"]).stack_env == {
+        "BRAID_ENCODERS": "2",
+        "BRAID_ENCODER_MODELS": "1",
+        "BRAID_SEARCHERS": "2",
+    }
+    assert not parse(["--smoke"]).hybrid
+
+
+def test_varied_documents_hit_every_32_token_length_of_the_model_and_past_its_256() -> None:
+    """Faker's text is 1.1-1.2 tokens a word, plus 2, for all-MiniLM-L6-v2's tokenizer (measured
+    on it). At either ratio every 32-token step the document lane pads to (encoder/runners.py), up
+    to the model's 256 and past it (truncated), holds several percent of the documents."""
+    fake = seeded(7)
+    words = [len(varied_document(fake, n, "t")["content"].split()) for n in range(2_000)]
+    assert min(words) >= VARIED_WORDS[0] and max(words) <= VARIED_WORDS[1]
+    assert min(words) <= 5 and max(words) >= 290  # from a few words to a few hundred
+    for ratio in (1.1, 1.2):
+        steps = Counter(min(math.ceil((ratio * n + 2) / 32), 9) for n in words)
+        assert sorted(steps) == list(range(1, 10))  # 32, 64 … 256 tokens, and past 256
+        assert min(steps.values()) / len(words) > 0.05, (ratio, steps)
+
+
+def test_a_varied_document_is_a_seed_document_with_exactly_the_drawn_words() -> None:
+    one, two = (varied_document(seeded(3), 42, "2026-01-02T00:00:00Z") for _ in range(2))
+    assert one == two  # the seed decides it, as the check at the end needs
+    assert set(one) == {"id", "timestamp", "name", "content"} and one["id"] == "42"
+    assert MAKERS[Lengths.SEED](seeded(3), 1, "t")["content"].count("\n\n") == 4
+    fake = seeded(5)
+    fake.random_int = lambda low, high: 3  # type: ignore[method-assign]
+    assert len(varied_document(fake, 1, "t")["content"].split()) == 3
+
+
+def test_the_hybrid_report_names_the_mix_lengths_and_id_space() -> None:
+    run = result(flat_hour(), config="hybrid", lengths=Lengths.VARIED, id_space=HYBRID_DOCUMENTS)
+    doc = Report(title="soak", machine="test", command="test")
+    section(doc, run, judge(run), files={})
+    text = "\n".join(doc.lines)
+    assert "(hybrid: keyword and the model's dense vector)" in text
+    assert "documents of 3 to 300 words" in text
+    assert "the hybrid mix: 80 % search, 19 % upsert of a random id of 10,000" in text
+    assert "upserts ids 0–9,999" in text
+    keyword = result(flat_hour())
+    doc = Report(title="soak", machine="test", command="test")
+    section(doc, keyword, judge(keyword), files={})
+    assert f"random id of {ID_SPACE:,}" in "\n".join(doc.lines)
+
+
+def test_an_encoder_whose_anonymous_memory_grows_fails_the_verdict() -> None:
+    """The model holder is judged like every process: its tree's anonymous memory."""
+    minutes = [
+        minute(
+            at,
+            {"encoder-1": 1500.0, "encoder-2": 60.0},
+            anon={"encoder-1": 1200.0 + 4.0 * at, "encoder-2": 40.0},
+        )
+        for at in range(1, 61)
+    ]
+    verdict = judge(result(minutes))
+    assert verdict.grown == ["encoder-1"]
+    assert verdict.reasons[0].startswith("encoder-1's anonymous memory grew +220.0 MiB")
