@@ -10,6 +10,7 @@ consumer can be counted by the broker and still take nothing).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -41,6 +42,8 @@ QUERY_QUEUES = (SEARCH_QUEUE, holder_queue(EmbedKind.QUERY))
 INDEX_SOURCES = frozenset({*INDEX_QUEUES, embed_queue(EmbedKind.DOCUMENT)})
 QUERY_SOURCES = frozenset({*QUERY_QUEUES, embed_queue(EmbedKind.QUERY), REPLICATION_EXCHANGE})
 WORKER_BEAT_MAX_AGE_S = 10.0
+# A hung Redis (SIGSTOP, a stalled disk) keeps its connection open: answer 503 rather than hang.
+REDIS_READ_S = 2.0
 
 
 class ReadyResponse(BaseModel):
@@ -96,14 +99,22 @@ def judge(seen: Observed) -> tuple[ReadyResponse, int]:
     return state, 503
 
 
+async def _redis_state(ctx: ApiContext) -> tuple[Any, dict[Any, Any], dict[Any, Any]]:
+    """The worker's heartbeat, the encoder registry and the watchdogs' records, in one trip."""
+    async with ctx.redis.pipeline(transaction=False) as pipe:
+        pipe.get(RedisKeys.heartbeat("worker"))
+        pipe.hgetall(RedisKeys.encoders())
+        pipe.hgetall(RedisKeys.progress())
+        beat, registry, progress = await pipe.execute()
+    return beat, registry, progress
+
+
 async def observe(ctx: ApiContext) -> Observed:
     now = time.time()
     queues = await ctx.bus.queue_states([*INDEX_QUEUES, *QUERY_QUEUES])
     try:
-        raw_beat = await ctx.redis.get(RedisKeys.heartbeat("worker"))
-        registry = await ctx.redis.hgetall(RedisKeys.encoders())
-        progress = await ctx.redis.hgetall(RedisKeys.progress())
-    except (RedisError, OSError):  # Redis down: no heartbeat can be read, nothing is ready
+        raw_beat, registry, progress = await asyncio.wait_for(_redis_state(ctx), REDIS_READ_S)
+    except (RedisError, OSError, TimeoutError):  # Redis down or hung: nothing can be read
         raw_beat, registry, progress = None, {}, {}
     holders = live_holders(parse_registry(registry), now)
     return Observed(
