@@ -5,11 +5,19 @@ surrogates (`"\\ud800"`, which no UTF-8 encoder can write back), and integers of
 400-digit one, or 2**63, which no store index holds). Each of those used to fail deep inside a
 handler as a 500. Here the body is parsed once with orjson, which refuses the first three, and the
 integers are checked against int64, so every such body answers 422 naming what to fix.
+
+Nesting is bounded too (MAX_JSON_DEPTH, a 422 that names it and echoes nothing): orjson 3.8
+recurses without a limit and overflows the C stack past about 100,000 levels (the process dies,
+every connection with it), and FastAPI's encoder of a 422 recurses through the input it echoes
+(a 500 past about 1,000). A body with too few brackets to hurt orjson is measured as its numbers
+are walked, for free; only one with more is measured on its bytes before it is parsed.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -18,6 +26,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from core.metadata import INT64_MAX, INT64_MIN
+from core.schemas.common import MAX_FILTER_DEPTH, MAX_JSON_DEPTH
 
 # orjson's wording → what the client should fix.
 _REASONS = (
@@ -29,6 +38,24 @@ _REASONS = (
 _NOT_A_NUMBER = ("unexpected character", "no digit after minus sign")
 NAN_HINT = "NaN and Infinity are not JSON numbers"
 OUT_OF_RANGE = f"integers must be between {INT64_MIN} and {INT64_MAX}"
+TOO_DEEP = (
+    f"a JSON body may nest at most {MAX_JSON_DEPTH} levels of objects and arrays;"
+    f" a metadata_filter at most {MAX_FILTER_DEPTH} levels of and, or, not"
+)
+# A body with no more bytes, or no more brackets, than this cannot nest deeper, which orjson
+# survives on any stack (later orjson versions refuse past 1,024 themselves): its depth is
+# measured once parsed. The bytes are looked at first only where they might be deeper.
+_PARSER_SAFE_DEPTH = 1024
+# Only brackets count for depth; braces are read as brackets, every other byte is dropped.
+_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+# Passes before the walk: each costs a copy of the text, the walk a Python step per run left.
+_PASSES = 16
+_RUNS = re.compile(rb"(\[*)(\]*)")
+
+
+class TooDeep(ValueError):
+    """A value nested past the limit it was measured against."""
 
 
 def _reason(message: str, position: int) -> str:
@@ -37,19 +64,82 @@ def _reason(message: str, position: int) -> str:
     return next((reason for marker, reason in _REASONS if marker in message), message)
 
 
-def numbers_in(value: Any) -> list[int | float]:
-    """Every int and float in a parsed body; iterative, since bodies may nest 1,000 deep."""
+def nests_past(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text `raw` opens more than `limit` objects and arrays at once, read from
+    the bytes before any parser recurses into them.
+
+    The depth after each bracket is the count of `[` minus `]` before it. A pass deletes every
+    `[]`, the peaks of that profile, and leaves the depth at every other point as it was; the
+    closing brackets appended let every peak be deleted, so a pass lowers the highest point by
+    exactly one. A few C-speed passes shrink any wide body; the walk over what is left climbs
+    `passes` fewer levels. (Past a text's first error, where a parser stops, this may read
+    deeper than the parser would go: such a text is refused either way.)
+    """
+    brackets = _brackets_outside_strings(raw)
+    if b"[" * (limit + 1) in brackets:
+        return True  # the usual deep body, found at once
+    brackets += b"]" * (limit + 1)
+    passes = 0
+    while passes < min(_PASSES, limit):
+        fewer = brackets.replace(b"[]", b"")
+        if len(fewer) == len(brackets):
+            break
+        brackets, passes = fewer, passes + 1
+    return _climbs_past(brackets, limit - passes)
+
+
+def _climbs_past(brackets: bytes, limit: int) -> bool:
+    """Whether the depth climbs past `limit` before it first falls below 0 (where a parser
+    stops: a closing bracket with nothing open)."""
+    depth = 0
+    for opening, closing in _RUNS.findall(brackets):
+        depth += len(opening)
+        if depth > limit:
+            return True
+        depth -= len(closing)
+        if depth < 0:
+            return False
+    return False
+
+
+def _brackets_outside_strings(raw: bytes) -> bytes:
+    # Escapes matter only before a quote. Escaped backslashes go first: then every `\"` left is
+    # a quote inside a string.
+    if b'\\"' in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(raw.split(b'"')[::2])
+    return outside.translate(_AS_BRACKETS, _NOT_BRACKETS)
+
+
+def numbers_in(value: Any, max_depth: int = sys.maxsize) -> list[int | float]:
+    """Every int and float in a parsed value, walked level by level (no recursion, so a value of
+    any depth is walked); TooDeep if it nests dicts and lists more than `max_depth` deep."""
     found: list[int | float] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int | float) and not isinstance(item, bool):
-            found.append(item)
-    return found
+    level = [value]
+    for _ in range(max_depth):
+        deeper: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                deeper.extend(item.values())
+            elif isinstance(item, list):
+                deeper.extend(item)
+            elif isinstance(item, int | float) and not isinstance(item, bool):
+                found.append(item)
+        if not deeper:
+            return found
+        level = deeper
+    if any(isinstance(item, dict | list) for item in level):
+        raise TooDeep(TOO_DEEP)
+    return found + [n for n in level if isinstance(n, int | float) and not isinstance(n, bool)]
+
+
+def nested_past(value: Any, limit: int) -> bool:
+    """Whether a parsed value nests dicts and lists more than `limit` deep; it looks no deeper."""
+    try:
+        numbers_in(value, limit)
+    except TooDeep:
+        return True
+    return False
 
 
 def _checked_int(text: str) -> int:
@@ -68,14 +158,26 @@ def _big_integer_literal(raw: bytes) -> bool:
     return False
 
 
+def _may_hurt_the_parser(raw: bytes) -> bool:
+    # The length first: counting costs about as much as parsing, and most bodies are short.
+    if len(raw) <= _PARSER_SAFE_DEPTH:
+        return False
+    return raw.count(b"[") + raw.count(b"{") > _PARSER_SAFE_DEPTH
+
+
 def strict_loads(raw: bytes) -> Any:
     """The parsed body, or json.JSONDecodeError (FastAPI's 422 "json_invalid") saying why not."""
+    if _may_hurt_the_parser(raw) and nests_past(raw, MAX_JSON_DEPTH):
+        raise json.JSONDecodeError(TOO_DEEP, "", 0)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # The document is left out on purpose: error answers never echo the input back.
         raise json.JSONDecodeError(_reason(exc.msg, exc.pos), "", 0) from None
-    numbers = numbers_in(value)
+    try:
+        numbers = numbers_in(value, MAX_JSON_DEPTH)
+    except TooDeep:
+        raise json.JSONDecodeError(TOO_DEEP, "", 0) from None
     if any(isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers):
         raise json.JSONDecodeError(OUT_OF_RANGE, "", 0)
     huge = any(isinstance(n, float) and abs(n) > INT64_MAX and n.is_integer() for n in numbers)

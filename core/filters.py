@@ -15,10 +15,11 @@ from enum import StrEnum
 from typing import Annotated, Any, NoReturn
 
 from pydantic import AfterValidator, StrictStr
+from pydantic_core import PydanticCustomError
 
 from core.errors import InvalidInput
 from core.metadata import EXPECTED, parse_datetime, typed_value
-from core.schemas.common import NAME_RE, NAME_RULE
+from core.schemas.common import MAX_FILTER_DEPTH, NAME_RE, NAME_RULE
 
 
 class FilterOp(StrEnum):
@@ -59,8 +60,8 @@ class Negation:
 Expr = Condition | AllOf | AnyOf | Negation
 
 
-# Bounds: no input can nest deep enough to exhaust the stack or grow without limit.
-MAX_DEPTH = 32
+# Bounds: no input can nest deep enough to exhaust the stack or grow without limit (the depth,
+# MAX_FILTER_DEPTH, is a documented cap and lives with the others in core.schemas.common).
 MAX_CONDITIONS = 1000
 MAX_TEXT = 20_000
 Scalar = str | int | float | bool
@@ -71,8 +72,19 @@ _CONDITION_KEYS = frozenset({"key", "op", "value"})
 _ORDERED_TYPES = frozenset({"integer", "float", "datetime"})
 
 
+# The error type of a filter refused for its depth: its 422 leaves the filter out (app.errors).
+TOO_DEEP = "filter_too_deep"
+
+
+class FilterTooDeep(ValueError):
+    """A filter nested past MAX_FILTER_DEPTH."""
+
+
 def _filter_syntax(value: dict[str, Any] | str) -> dict[str, Any] | str:
-    parse_filter(value)  # ValueError → 422; the raw value stays for the worker to type
+    try:
+        parse_filter(value)  # ValueError → 422; the raw value stays for the worker to type
+    except FilterTooDeep as exc:
+        raise PydanticCustomError(TOO_DEEP, str(exc)) from None
     return value
 
 
@@ -101,8 +113,8 @@ class _Counter:
 
 
 def _check_depth(depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise ValueError(f"a filter nests at most {MAX_DEPTH} levels deep")
+    if depth > MAX_FILTER_DEPTH:
+        raise FilterTooDeep(f"a filter nests at most {MAX_FILTER_DEPTH} levels deep")
 
 
 def _check_key(key: Any) -> str:

@@ -30,6 +30,11 @@ MAX_MULTIVECTOR_ROWS = 256
 MAX_METADATA_INDEXES = 64
 MAX_GROUP = 100  # group_max: documents per group
 MAX_GROUP_FETCHES = 10  # group_max_fetches: each refetch doubles the window
+# Nesting: the parsers and FastAPI's error encoder recurse, so depth is refused before they meet
+# it. Objects and arrays count one level each, so an object-form and/or takes two of a body's:
+# a body's limit leaves room for a filter at its own limit inside the body's objects.
+MAX_FILTER_DEPTH = 32  # and/or/not levels (parentheses or NOT in the string form) of a filter
+MAX_JSON_DEPTH = 2 * MAX_FILTER_DEPTH + 8  # 72 objects and arrays open at once, in any body
 
 
 def check_name(value: str) -> str:

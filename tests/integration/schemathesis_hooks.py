@@ -3,8 +3,9 @@
 /openapi.json carries every rule a schema can (types, bounds, patterns, unique items). What is
 left are the rules written as validators in the wire models: they look across fields or inside
 list items (a dense_model vector needs a model; vector names, metadata index keys and trimmed
-tags are unique) or read a grammar (`metadata_filter`, and `join` in the worker), and integer
-literals past int64 (which JSON Schema reads as numbers like any other). A body that
+tags are unique) or read a grammar (`metadata_filter`, and `join` in the worker), integer
+literals past int64 (which JSON Schema reads as numbers like any other), and nesting past
+MAX_JSON_DEPTH (a filter's own depth is a validator rule). A body that
 breaks only such rules is invalid (422, as API.md says) although the schema allows it, so a
 *positive* case that does is left out instead of reported. A body that fails a rule the schema
 does state is kept: that mismatch is exactly what the run must catch. Negative cases are all kept.
@@ -18,10 +19,12 @@ import schemathesis
 from pydantic import BaseModel, ValidationError
 from schemathesis.generation import GenerationMode
 
-from app.strict_json import numbers_in
+from app.strict_json import nested_past, numbers_in
 from core.errors import BraidError
+from core.filters import TOO_DEEP
 from core.metadata import INT64_MAX, INT64_MIN
 from core.schemas.collection import CollectionConfig
+from core.schemas.common import MAX_JSON_DEPTH
 from core.schemas.document import BulkUpload, Document, DocumentFetchRequest
 from core.schemas.search import SearchQuery
 from worker.joining import join_specs
@@ -34,14 +37,15 @@ BODIES: dict[str, type[BaseModel]] = {
     "fetch_documents": DocumentFetchRequest,
     "search": SearchQuery,
 }
-VALIDATOR_ERROR = "value_error"  # pydantic's type for a ValueError raised by our validators
+# pydantic's type for a ValueError raised by our validators, and a filter's depth refusal
+VALIDATOR_ERRORS = frozenset({"value_error", TOO_DEEP})
 
 
 def breaks_only_validator_rules(model: type[BaseModel], body: Any) -> bool:
     try:
         model.model_validate(body)
     except ValidationError as exc:
-        return all(error["type"] == VALIDATOR_ERROR for error in exc.errors())
+        return all(error["type"] in VALIDATOR_ERRORS for error in exc.errors())
     return False
 
 
@@ -72,4 +76,5 @@ def filter_case(context: Any, case: Any) -> bool:
         breaks_only_validator_rules(model, case.body)
         or join_does_not_read(case.body)
         or has_an_integer_beyond_int64(case.body)
+        or nested_past(case.body, MAX_JSON_DEPTH)
     )

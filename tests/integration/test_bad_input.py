@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.helpers import create, doc, keyword_collection, ts
+from core.schemas.common import MAX_JSON_DEPTH
+from harness.stack import Stack
+from tests.integration.helpers import create, doc, keyword_collection, ts, wait_until
 
 NAME = f"bad{uuid.uuid4().hex[:8]}"
 C = f"/v1/collections/{NAME}"
@@ -261,3 +264,135 @@ def test_a_unix_time_is_not_a_request_timestamp(http: httpx.Client) -> None:
     response = http.delete(f"{D}/d1?request_timestamp=0.5")
     assert response.status_code == 422, response.text
     assert "ISO 8601" in response.text
+
+
+# Nesting (README "API notes"): a body nests at most 72 levels of objects and arrays, a filter 32
+# of and/or/not. Past either: a 422 naming the limit, echoing nothing, on a connection that lives.
+BODY_LIMIT, FILTER_LIMIT = f"at most {MAX_JSON_DEPTH} levels", "at most 32 levels"
+JSON_TYPE = {"content-type": "application/json"}
+
+
+def _filter(operator: str, depth: int, value: int = 1) -> bytes:
+    """`depth` nested and (an object and a list: two JSON levels each) or not, as raw JSON."""
+    opening, closing = (b'{"and": [', b"]}") if operator == "and" else (b'{"not": ', b"}")
+    condition = b'{"key": "n", "op": "eq", "value": %d}' % value
+    return opening * depth + condition + closing * depth
+
+
+def _expression(text: str) -> bytes:
+    return json.dumps(text).encode()
+
+
+def _nested(depth: int, opening: bytes = b"[", closing: bytes = b"]") -> bytes:
+    """A body object whose field "x" makes it `depth` levels deep."""
+    bottom = b"" if opening == b"[" else b"1"
+    return b'{"x": ' + opening * (depth - 1) + bottom + closing * (depth - 1) + b"}"
+
+
+FILTER_BODIES = {"search": b'{"query": "x", "metadata_filter": ', "fetch": b'{"metadata_filter": '}
+DEEP_FILTERS: dict[str, tuple[bytes, str]] = {
+    "and 33 deep": (_filter("and", 33), FILTER_LIMIT),  # 68 JSON levels: within the body's
+    "and 1,000 deep": (_filter("and", 1_000), BODY_LIMIT),
+    "and 5,000 deep": (_filter("and", 5_000), BODY_LIMIT),
+    "not 33 deep": (_filter("not", 33), FILTER_LIMIT),
+    "( 33 deep": (_expression("(" * 33 + "n = 1" + ")" * 33), FILTER_LIMIT),
+    "( 5,000 deep": (_expression("(" * 5_000 + "n = 1" + ")" * 5_000), FILTER_LIMIT),
+    "NOT 4,000 deep": (_expression("NOT " * 4_000 + "n = 1"), FILTER_LIMIT),
+}
+DEEP_BODIES: dict[str, bytes] = {
+    "arrays 73 deep": _nested(MAX_JSON_DEPTH + 1),
+    "objects 73 deep": _nested(MAX_JSON_DEPTH + 1, b'{"a": ', b"}"),
+    "arrays 100,000 deep": _nested(100_000),  # 200 KB: within every route's size limit
+}
+# 500 KB: past the 256 KiB of create and fetch (a 413 there), within the others' limits.
+OBJECTS_100K = _nested(100_000, b'{"a": ', b"}")
+
+
+@pytest.fixture
+def one_connection(stack: Stack) -> Iterator[httpx.Client]:
+    """A client with one connection: had a request dropped it, the next shows a new local port."""
+    with httpx.Client(
+        base_url=stack.base_url, timeout=60.0, limits=httpx.Limits(max_connections=1)
+    ) as http:
+        yield http
+
+
+def _local_port(response: httpx.Response) -> int:
+    return int(response.extensions["network_stream"].get_extra_info("client_addr")[1])
+
+
+def _refused_on_a_live_connection(http: httpx.Client, route: str, body: bytes, limit: str) -> None:
+    response = http.post(BODY_ROUTES[route], content=body, headers=JSON_TYPE)
+    port = _local_port(response)
+    assert response.status_code == 422, response.text[:300]
+    assert limit in response.text, response.text[:300]
+    assert all(error["input"] == {} for error in response.json()["detail"])  # nothing echoed
+    assert len(response.content) < 1_000
+    plain = http.post(f"{C}/search", json={"query": "fine"})
+    assert plain.status_code == 200, plain.text[:300]
+    assert _local_port(plain) == port  # the same connection answered
+
+
+@pytest.mark.parametrize("case", list(DEEP_FILTERS))
+@pytest.mark.parametrize("route", list(FILTER_BODIES))
+def test_a_filter_nested_past_a_limit_is_422_on_a_live_connection(
+    http: httpx.Client, one_connection: httpx.Client, route: str, case: str
+) -> None:
+    metadata_filter, limit = DEEP_FILTERS[case]
+    body = FILTER_BODIES[route] + metadata_filter + b"}"
+    _refused_on_a_live_connection(one_connection, route, body, limit)
+
+
+@pytest.mark.parametrize("case", list(DEEP_BODIES))
+@pytest.mark.parametrize("route", list(BODY_ROUTES))
+def test_a_body_nested_past_the_limit_is_422_on_a_live_connection(
+    http: httpx.Client, one_connection: httpx.Client, route: str, case: str
+) -> None:
+    _refused_on_a_live_connection(one_connection, route, DEEP_BODIES[case], BODY_LIMIT)
+
+
+@pytest.mark.parametrize("route", ["search", "upsert", "sync", "bulk"])
+def test_objects_nested_100000_deep_are_422_on_a_live_connection(
+    http: httpx.Client, one_connection: httpx.Client, route: str
+) -> None:
+    # orjson 3.8 alone overflows the C stack on these: the api process died, and the connection.
+    _refused_on_a_live_connection(one_connection, route, OBJECTS_100K, BODY_LIMIT)
+
+
+def test_a_deep_join_filter_is_400_naming_the_limit(http: httpx.Client) -> None:
+    # A join is read once the search has hits to join to.
+    stored = http.post(f"{D}/sync", json=doc("parent", "joinable"))
+    assert stored.status_code == 200, stored.text[:300]
+    join = f"{NAME}(" + "(" * 5_000 + "n = 1" + ")" * 5_000 + ")"
+
+    def answer() -> httpx.Response | None:
+        response = http.post(f"{C}/search", json={"query": "joinable", "join": join})
+        assert response.status_code in (200, 400), response.text[:300]
+        return response if response.status_code == 400 else None
+
+    response = wait_until(answer)
+    assert response is not None
+    assert "invalid join" in response.text and FILTER_LIMIT in response.text
+
+
+def test_nesting_within_the_limits_is_served(http: httpx.Client) -> None:
+    deep_value: Any = "bottom"
+    for _ in range(MAX_JSON_DEPTH - 2):  # with the body's and the metadata's objects: 72
+        deep_value = [deep_value]
+    stored = http.post(f"{D}/sync", json=doc("deep", "nested", metadata={"n": 7, "d": deep_value}))
+    assert stored.status_code == 200, stored.text[:300]
+    fetched = wait_until(lambda: http.get(f"{D}/deep").json().get("metadata"))
+    assert fetched["d"] == deep_value
+    for metadata_filter in (
+        _filter("and", 32, value=7),  # 66 JSON levels with the body and the condition
+        _filter("not", 32, value=7),  # an even count: n = 7
+        _expression("(" * 32 + "n = 7" + ")" * 32),
+    ):
+        body = b'{"query": "nested", "metadata_filter": ' + metadata_filter + b"}"
+        wait_until(lambda body=body: _hits(http, body) == ["deep"])
+
+
+def _hits(http: httpx.Client, body: bytes) -> list[str]:
+    response = http.post(f"{C}/search", content=body, headers=JSON_TYPE)
+    assert response.status_code == 200, response.text[:300]
+    return [hit["id"] for hit in response.json()["results"]]

@@ -11,7 +11,6 @@ from pydantic import ValidationError
 from core.errors import InvalidInput
 from core.filters import (
     MAX_CONDITIONS,
-    MAX_DEPTH,
     AllOf,
     AnyOf,
     Condition,
@@ -20,6 +19,7 @@ from core.filters import (
     parse_filter,
     typed_filter,
 )
+from core.schemas.common import MAX_FILTER_DEPTH
 from core.schemas.document import DocumentFetchRequest
 from core.schemas.search import SearchQuery
 
@@ -193,14 +193,15 @@ def nested_object(depth: int) -> dict:
 
 
 def test_depth_is_bounded_in_both_forms() -> None:
-    assert isinstance(parse_filter(nested_object(MAX_DEPTH)), Negation)
-    assert isinstance(parse_filter("(" * MAX_DEPTH + "a = 1" + ")" * MAX_DEPTH), Condition)
+    assert isinstance(parse_filter(nested_object(MAX_FILTER_DEPTH)), Negation)
+    deepest = "(" * MAX_FILTER_DEPTH + "a = 1" + ")" * MAX_FILTER_DEPTH
+    assert isinstance(parse_filter(deepest), Condition)
     for raw in (
-        nested_object(MAX_DEPTH + 1),
-        "(" * (MAX_DEPTH + 1) + "a = 1" + ")" * (MAX_DEPTH + 1),
-        "NOT " * (MAX_DEPTH + 1) + "a = 1",
+        nested_object(MAX_FILTER_DEPTH + 1),
+        "(" * (MAX_FILTER_DEPTH + 1) + "a = 1" + ")" * (MAX_FILTER_DEPTH + 1),
+        "NOT " * (MAX_FILTER_DEPTH + 1) + "a = 1",
     ):
-        with pytest.raises(ValueError, match=f"at most {MAX_DEPTH} levels"):
+        with pytest.raises(ValueError, match=f"at most {MAX_FILTER_DEPTH} levels"):
             parse_filter(raw)
 
 
