@@ -13,7 +13,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from app.strict_json import nested_past
+from app.unavailable import REASON_HEADER, UnavailableAnswers
 from core.errors import DEPENDENCY_DOWN, BraidError, Unavailable, dependency_error
+from core.filters import TOO_DEEP
+from core.schemas.common import MAX_JSON_DEPTH
 
 log = logging.getLogger(__name__)
 # What FastAPI raises (as a 400) when a JSON body is not even text, e.g. bad UTF-8 bytes.
@@ -27,12 +31,27 @@ async def braid_error(request: Request, exc: Exception) -> JSONResponse:
     headers = {}
     if isinstance(exc, Unavailable):
         headers["Retry-After"] = str(exc.retry_after_s)
+        headers[REASON_HEADER] = exc.reason.value
+        answers: UnavailableAnswers | None = getattr(request.app.state, "unavailable", None)
+        if answers is not None:
+            answers.answered(request.method, request.url.path, exc.reason, exc.message)
     message = exc.message if exc.status != 500 else "internal error"
     return JSONResponse({"detail": message}, status_code=exc.status, headers=headers)
 
 
 def _invalid(errors: list[Any]) -> JSONResponse:
-    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder=_SAFE)}, 422)
+    shown = [_without_deep_input(error) for error in errors]
+    return JSONResponse({"detail": jsonable_encoder(shown, custom_encoder=_SAFE)}, 422)
+
+
+def _without_deep_input(error: Any) -> Any:
+    """An input refused for its depth, or nested past any body's limit, is not echoed: the
+    encoder recurses into it (a 500 past ~1,000 levels), and it is the client's own anyway."""
+    if not isinstance(error, dict) or "input" not in error:
+        return error
+    if error.get("type") == TOO_DEEP or nested_past(error["input"], MAX_JSON_DEPTH):
+        return {**error, "input": {}}
+    return error
 
 
 async def validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -75,10 +94,10 @@ def _with_every_allowed_method(request: Request, exc: HTTPException) -> HTTPExce
 
 
 async def dependency_down(request: Request, exc: Exception) -> JSONResponse:
-    """Redis or a socket failed under a handler: a 503 to retry, never a 500."""
+    """Redis or a socket failed under a handler: a 503 to retry, never a 500 (braid_error
+    logs it)."""
     unavailable = dependency_error(exc)
     assert unavailable is not None
-    log.warning("%s %s: %s", request.method, request.url.path, unavailable.message)
     return await braid_error(request, unavailable)
 
 

@@ -18,6 +18,7 @@ from app.metrics_sampler import MetricsSampler, RequestMetrics, cluster_counters
 from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
 from app.routes import collections, documents, health, metrics, search, system
 from app.shutdown import CancelledAs503
+from app.unavailable import UnavailableAnswers
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
@@ -77,11 +78,12 @@ def create_app(settings: Settings, open_search: OpenSearch | None = None) -> Fas
         redoc_url=None,
     )
     app.state.keys = KeyRing(settings)
+    app.state.unavailable = answers = UnavailableAnswers(recorder)
     app.add_middleware(FastRoutes)  # added first, so innermost: inside the limits and metrics
     app.add_middleware(RequestMetrics, recorder=recorder)
     # Added last, so outermost: a too-large body is refused before anything reads it.
     app.add_middleware(RequestLimits, body_timeout_s=settings.body_timeout_s)
-    app.add_middleware(CancelledAs503)
+    app.add_middleware(CancelledAs503, answers=answers)
     install_error_handlers(app)
     for module in (health, system, collections, documents, search, metrics, dashboard):
         app.include_router(module.router)

@@ -29,21 +29,20 @@ from pydantic import BaseModel
 from core.channels import Channels
 from core.delivery import (
     CHANNEL_GONE,
-    ERROR_MESSAGE,
-    ERROR_STATUS,
     QueueState,
+    answer,
     broker_version,
     queue_states,
+    reply_body,
     reply_message,
     settle,
 )
+from core.enums import UnavailableReason
 from core.errors import (
     BraidError,
     QueueFull,
     RpcTimeout,
     Unavailable,
-    dependency_error,
-    error_for_status,
 )
 from core.metrics import RPC_SECONDS, Recorder
 from core.retry import reconnect_delay_s
@@ -53,7 +52,7 @@ from core.watchdog import Watched
 
 log = logging.getLogger(__name__)
 QUEUE_STATES_S = 3.0
-
+BROKER_DOWN = UnavailableReason.BROKER_DOWN
 Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
 
@@ -92,7 +91,7 @@ class Bus:
                 return bus
             except (TimeoutError, OSError, AMQPError) as exc:
                 if time.monotonic() > deadline:
-                    raise Unavailable(f"message broker unreachable: {exc}") from exc
+                    raise bus._unavailable(exc) from exc
                 log.info("broker not ready (%s); retrying", exc)
                 await asyncio.sleep(max(1.0, reconnect_delay_s(attempt)))
                 attempt += 1
@@ -200,10 +199,7 @@ class Bus:
             self._pending.pop(correlation_id, None)
         if self.recorder is not None:
             self.recorder.observe(RPC_SECONDS, time.perf_counter() - started, call=queue)
-        headers = reply.headers or {}
-        if ERROR_STATUS in headers:
-            raise error_for_status(int(str(headers[ERROR_STATUS])), str(headers[ERROR_MESSAGE]))
-        return reply.body
+        return reply_body(reply)
 
     async def reply(self, request: AbstractIncomingMessage, result: BaseModel | BraidError) -> None:
         """Answer an RPC request (no-op when the caller asked for no answer), unconfirmed."""
@@ -241,15 +237,7 @@ class Bus:
         """Serve RPC requests, up to `concurrency` at a time; errors travel back as headers."""
 
         async def on_message(message: AbstractIncomingMessage) -> None:
-            try:
-                request = request_type.model_validate_json(message.body)
-                result: BaseModel | BraidError = await handler(request)
-            except BraidError as exc:
-                result = exc
-            except Exception as exc:  # process boundary: a dependency down is a 503, else 500
-                result = dependency_error(exc, self._retry_after_s) or BraidError("internal error")
-                if result.status == 500:
-                    log.exception("RPC handler for %s failed", queue)
+            result = await answer(message, request_type, handler, self._retry_after_s)
             try:
                 await self.reply(message, result)
             except Unavailable as exc:  # the caller's call failed with the connection
@@ -304,7 +292,9 @@ class Bus:
     async def queue_depth(self, queue: str) -> int:
         state = (await self.queue_states([queue]))[queue]
         if state is None:
-            raise Unavailable(f"queue '{queue}' is not reachable", self._retry_after_s)
+            raise Unavailable(
+                f"queue '{queue}' is not reachable; retry later", self._retry_after_s, BROKER_DOWN
+            )
         return state.messages
 
     async def close(self) -> None:
@@ -382,13 +372,13 @@ class Bus:
 
     def _live(self) -> Channels:
         if not self.is_connected or self._channels is None:
-            raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+            raise self._unavailable(None)
         return self._channels
 
     async def _ensure_reply_queue(self) -> AbstractQueue:
         if self._reply_queue is None or self._reply_queue.channel.is_closed:
             if not self.is_connected or self._connection is None:
-                raise Unavailable("message broker unavailable; retry later", self._retry_after_s)
+                raise self._unavailable(None)
             try:
                 channel = await self._connection.channel()
                 queue = await channel.declare_queue(exclusive=True, auto_delete=True)
@@ -404,4 +394,7 @@ class Bus:
             future.set_result(message)
 
     def _unavailable(self, exc: BaseException | None) -> Unavailable:
-        return Unavailable(f"message broker unavailable: {exc}", self._retry_after_s)
+        cause = f" ({exc})" if exc is not None else ""
+        return Unavailable(
+            f"message broker unavailable{cause}; retry later", self._retry_after_s, BROKER_DOWN
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractExchange
 
 from core.delivery import CHANNEL_GONE
+from core.enums import UnavailableReason
 from core.errors import Unavailable
 from core.subscription import declare_fanout
 
@@ -48,4 +49,8 @@ class Channels:
         try:
             return await self._connection.channel(publisher_confirms=publisher_confirms)
         except CHANNEL_GONE as exc:
-            raise Unavailable(f"message broker unavailable: {exc}", self._retry_after_s) from exc
+            raise Unavailable(
+                f"message broker unavailable ({exc}); retry later",
+                self._retry_after_s,
+                UnavailableReason.BROKER_DOWN,
+            ) from exc

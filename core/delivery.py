@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,17 +15,20 @@ from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMe
 from aiormq.exceptions import AMQPError, ChannelInvalidStateError
 from pydantic import BaseModel
 
-from core.errors import BraidError, RpcTimeout
+from core.errors import BraidError, RpcTimeout, Unavailable, dependency_error, error_for_status
 
 if TYPE_CHECKING:
     from core.bus import Bus
 
 log = logging.getLogger(__name__)
+Req = TypeVar("Req", bound=BaseModel)
 Rep = TypeVar("Rep", bound=BaseModel)
 
-# An RPC answer that is an error carries its status and message in these headers, and no body.
+# An RPC answer that is an error carries its status and message in these headers, and no body;
+# a 503 its reason too (core.enums.UnavailableReason), so the api that answers it can say why.
 ERROR_STATUS = "x-error-status"
 ERROR_MESSAGE = "x-error-message"
+ERROR_REASON = "x-error-reason"
 # Errors that mean "the channel or connection went away": the broker redelivers what was unacked.
 CHANNEL_GONE = (AMQPError, ConnectionError, RuntimeError)
 
@@ -99,9 +102,12 @@ class _Empty(BaseModel):
 def reply_message(
     request: AbstractIncomingMessage, result: BaseModel | BraidError
 ) -> aio_pika.Message:
-    """The answer to an RPC request: the reply's JSON, or an error's status and message."""
+    """The answer to an RPC request: the reply's JSON, or an error's status, message and (a
+    503's) reason."""
     if isinstance(result, BraidError):
         headers: dict[str, Any] = {ERROR_STATUS: result.status, ERROR_MESSAGE: result.message}
+        if isinstance(result, Unavailable):
+            headers[ERROR_REASON] = result.reason.value
         return aio_pika.Message(
             _Empty().model_dump_json().encode(),
             correlation_id=request.correlation_id,
@@ -137,3 +143,31 @@ async def call_with_retry(
         except RpcTimeout:
             log.info("no answer from %s within %.1f s; trying again", queue, timeout_s)
     return await bus.call(queue, request, reply_type, last_s)
+
+
+async def answer(
+    request: AbstractIncomingMessage,
+    request_type: type[Req],
+    handler: Callable[[Req], Awaitable[BaseModel]],
+    retry_after_s: int,
+) -> BaseModel | BraidError:
+    """What an RPC server answers a request: the handler's reply or its error (a dependency down
+    is a 503; anything else unexpected is a 500, logged here, its internals never sent)."""
+    try:
+        return await handler(request_type.model_validate_json(request.body))
+    except BraidError as exc:
+        return exc
+    except Exception as exc:  # the RPC's boundary
+        result = dependency_error(exc, retry_after_s) or BraidError("internal error")
+        if result.status == 500:
+            log.exception("RPC handler for %s failed", request.routing_key)
+        return result
+
+
+def reply_body(reply: AbstractIncomingMessage) -> bytes:
+    """An RPC answer's JSON; an error answer raised as the error it carries."""
+    headers = reply.headers or {}
+    if ERROR_STATUS in headers:
+        status, message = int(str(headers[ERROR_STATUS])), str(headers[ERROR_MESSAGE])
+        raise error_for_status(status, message, headers.get(ERROR_REASON))
+    return reply.body

@@ -99,3 +99,21 @@ class EmbedKind(StrEnum):
 
     QUERY = "query"
     DOCUMENT = "document"
+
+
+class UnavailableReason(StrEnum):
+    """Why Braid answered 503: in the log, the `braid_unavailable_total` metric and the
+    `X-Braid-Reason` header. Every cause is transient; README "API notes" has the table."""
+
+    QUEUE_FULL = "queue_full"  # a bounded queue refused the message (documents, search, RPC)
+    BROKER_DOWN = "broker_down"  # RabbitMQ unreachable, or the connection dropped mid-call
+    BROKER_UNCONFIRMED = "broker_unconfirmed"  # no publisher confirm within the deadline
+    REDIS_DOWN = "redis_down"
+    DEPENDENCY_DOWN = "dependency_down"  # another socket failed or timed out under a handler
+    NO_MODEL_HOLDER = "no_model_holder"  # no encoder holding the model is alive
+    ENCODER_FAILED = "encoder_failed"  # an encoder's embedding lane crashed
+    STARTING = "starting"  # the search process is still loading its replica
+    REPLICA_BEHIND = "replica_behind"  # the replica lacks the newest acknowledged write
+    DOCUMENTS_LOCKED = "documents_locked"  # another batch holds the documents' locks
+    STOPPING = "stopping"  # the answering process (api or encoder) is stopping
+    UNCLASSIFIED = "unclassified"  # a cause nobody named (a peer too old to send its reason)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from redis import exceptions as redis_errors
 
+from core.enums import UnavailableReason
+
 
 class BraidError(Exception):
     """A failure with a message a client may read. `status` is its HTTP meaning."""
@@ -35,17 +37,23 @@ class Conflict(BraidError):
 
 
 class Unavailable(BraidError):
-    """Overloaded or a dependency is down: the client should retry later."""
+    """Overloaded or a dependency is down: the client should retry later. `reason` says which,
+    in the api's log and metrics (the message says it to the client)."""
 
     status = 503
+    reason = UnavailableReason.UNCLASSIFIED
 
-    def __init__(self, message: str, retry_after_s: int = 2) -> None:
+    def __init__(
+        self, message: str, retry_after_s: int = 2, reason: UnavailableReason | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        if reason is not None:
+            self.reason = reason
 
 
 class QueueFull(Unavailable):
-    pass
+    reason = UnavailableReason.QUEUE_FULL
 
 
 class RpcTimeout(BraidError):
@@ -57,23 +65,31 @@ class InternalError(BraidError):
 
 
 # What a lost dependency raises: a Redis or socket failure means "retry later", not a bug.
-DEPENDENCY_DOWN: tuple[type[Exception], ...] = (
+REDIS_DOWN: tuple[type[Exception], ...] = (
     redis_errors.ConnectionError,
     redis_errors.TimeoutError,
     redis_errors.BusyLoadingError,
     redis_errors.ReadOnlyError,
-    ConnectionError,
-    TimeoutError,
 )
+DEPENDENCY_DOWN: tuple[type[Exception], ...] = (*REDIS_DOWN, ConnectionError, TimeoutError)
 
 
 def dependency_error(exc: BaseException, retry_after_s: int = 2) -> Unavailable | None:
     """The 503 for an exception that means a dependency (Redis, a socket) is down, else None."""
     if isinstance(exc, Unavailable):
         return exc
+    name = type(exc).__name__
+    if isinstance(exc, REDIS_DOWN):
+        return Unavailable(
+            f"redis is unavailable ({name}); retry later",
+            retry_after_s,
+            UnavailableReason.REDIS_DOWN,
+        )
     if isinstance(exc, DEPENDENCY_DOWN):
         return Unavailable(
-            f"a dependency is unavailable ({type(exc).__name__}); retry later", retry_after_s
+            f"a dependency is unavailable ({name}); retry later",
+            retry_after_s,
+            UnavailableReason.DEPENDENCY_DOWN,
         )
     return None
 
@@ -83,6 +99,17 @@ _BY_STATUS: dict[int, type[BraidError]] = {
 }
 
 
-def error_for_status(status: int, message: str) -> BraidError:
-    """Rebuild an error that crossed the bus as (status, message)."""
-    return _BY_STATUS.get(status, InternalError)(message)
+def error_for_status(status: int, message: str, reason: object = None) -> BraidError:
+    """Rebuild an error that crossed the bus as (status, message) and, for a 503, its reason
+    (one this process does not know, or none from an older peer, is unclassified)."""
+    cls = _BY_STATUS.get(status, InternalError)
+    if cls is Unavailable:
+        return Unavailable(message, reason=_known_reason(reason))
+    return cls(message)
+
+
+def _known_reason(value: object) -> UnavailableReason | None:
+    try:
+        return UnavailableReason(str(value))
+    except ValueError:
+        return None

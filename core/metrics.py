@@ -97,6 +97,13 @@ HTTP_RESPONSES = _counter(
     "status",
     trend_labels=("status",),
 )
+UNAVAILABLE = _counter(
+    "braid_unavailable_total",
+    "503 answers the api sent to clients, by reason (core.enums.UnavailableReason; readiness "
+    "probes are not counted)",
+    "reason",
+    trend_labels=("reason",),
+)
 SEARCH_SECONDS = _histogram(
     "braid_search_duration_seconds",
     "Time the api took to answer a search that succeeded, end to end, by collection",
@@ -183,6 +190,7 @@ PROCESS_UP = _gauge(
 VOCABULARY: tuple[Metric, ...] = (
     HTTP_REQUEST_SECONDS,
     HTTP_RESPONSES,
+    UNAVAILABLE,
     SEARCH_SECONDS,
     SEARCH_STAGE_SECONDS,
     RPC_SECONDS,

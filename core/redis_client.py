@@ -12,6 +12,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
+from core.enums import UnavailableReason
 from core.errors import Unavailable
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,9 @@ async def connect_redis(url: str, retry_for_s: float = 180.0) -> Redis:
             return client
         except (RedisError, OSError) as exc:
             if time.monotonic() > deadline:
-                raise Unavailable(f"redis unreachable: {exc}") from exc
+                raise Unavailable(
+                    f"redis unreachable: {exc}", reason=UnavailableReason.REDIS_DOWN
+                ) from exc
             log.info("redis not ready (%s); retrying", exc)
             await asyncio.sleep(0.5)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from core.enums import EmbedKind, EmbedOutput
+from core.enums import EmbedKind, EmbedOutput, UnavailableReason
 from core.errors import Unavailable
 from core.vectors import SparseVector
 
@@ -105,6 +105,12 @@ def length_groups(lengths: Sequence[int]) -> list[slice]:
     return groups
 
 
+def _stopping() -> Unavailable:
+    return Unavailable(
+        "this encoder is shutting down; retry shortly", reason=UnavailableReason.STOPPING
+    )
+
+
 class Lane:
     """Embeds requests of one kind that arrive together as one batch, on one model thread."""
 
@@ -145,13 +151,14 @@ class Lane:
         """A lane that died of a bug must not leave callers waiting: fail them, allow a restart."""
         if not lane.cancelled() and lane.exception() is not None:
             log.error("%s embedding lane crashed", self.kind, exc_info=lane.exception())
-            self._fail_pending(Unavailable("embedding lane crashed; retry"))
+            crashed = "an encoder's embedding lane crashed (it restarts); retry"
+            self._fail_pending(Unavailable(crashed, reason=UnavailableReason.ENCODER_FAILED))
         self._task = None
 
     async def embed(self, key: BatchKey, texts: list[str], embed_fn: EmbedFn) -> Embedded:
         """Queue texts for the lane and wait for their vectors (in request order)."""
         if self._closing:
-            raise Unavailable("encoder is shutting down")
+            raise _stopping()
         if not texts:
             return Embedded([], 0.0)
         future: asyncio.Future[Embedded] = asyncio.get_running_loop().create_future()
@@ -177,7 +184,7 @@ class Lane:
             except TimeoutError:
                 log.warning("%s lane did not drain within %.1f s", self.kind, self._drain_s)
                 lane.cancel()
-        self._fail_pending(Unavailable("encoder is shutting down"))
+        self._fail_pending(_stopping())
         self._executor.shutdown(wait=False)  # a stuck model call must not hold up the exit
 
     async def _run(self) -> None:

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 
+from core.enums import UnavailableReason
 from core.errors import Unavailable
 from core.names import RedisKeys
 
@@ -56,5 +57,8 @@ class DocumentLocks:
             await self._release(keys=held, args=[token])
             held.clear()
             if asyncio.get_running_loop().time() > deadline:
-                raise Unavailable("documents are locked by another worker; retry later")
+                raise Unavailable(
+                    "the documents are locked by another write in progress; retry later",
+                    reason=UnavailableReason.DOCUMENTS_LOCKED,
+                )
             await asyncio.sleep(random.uniform(0.02, 0.08))

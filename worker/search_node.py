@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 
 from core.bus import Bus
 from core.catalog import Catalog
+from core.enums import UnavailableReason
 from core.errors import Unavailable
 from core.lifecycle import Periodic
 from core.messages import SearchRequest
@@ -150,18 +151,31 @@ class SearchNode:
             response = await self._searcher.search(collection, query)
         else:
             if self._marks is None:
-                raise Unavailable("this search process is loading", self._settings.retry_after_s)
+                raise Unavailable(
+                    "this search process is still loading its copy of the store; retry shortly",
+                    self._settings.retry_after_s,
+                    UnavailableReason.STARTING,
+                )
             visible, generation = self._marks.read()
             position = None if visible is None else Position(*visible)
             if not await self._replica.caught_up(position, self._settings.replica_wait_s):
-                raise Unavailable(
-                    "this search process is still applying the newest writes; retry",
-                    self._settings.retry_after_s,
-                )
+                raise self._behind(position)
             config = await self._configs.get(collection, generation)
             response = await self._searcher.search(collection, query, config)
         self._served += 1
         return response
+
+    def _behind(self, visible: Position | None) -> Unavailable:
+        """The 503 of a replica that did not reach the newest acknowledged write in time."""
+        assert self._replica is not None
+        held = self._replica.position
+        return Unavailable(
+            f"this search process's replica has not yet applied the newest acknowledged write "
+            f"(it holds {held.text() if held else 'none'}, the write is at "
+            f"{visible.text() if visible else 'none'}); retry shortly",
+            self._settings.retry_after_s,
+            UnavailableReason.REPLICA_BEHIND,
+        )
 
     async def _load(self) -> None:
         if self._replica is not None:

@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.delivery import call_with_retry
-from core.enums import EmbedKind, EmbedOutput, VectorType
+from core.enums import EmbedKind, EmbedOutput, UnavailableReason, VectorType
 from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
 from core.lexical import document_vector, query_vector
@@ -92,7 +92,10 @@ class Vectorizer:
         if not route.direct:
             # No holder has beaten within its TTL: a router would forward to nobody and the
             # caller would wait out the whole RPC timeout. Say so at once; it is back in seconds.
-            raise Unavailable("no encoder holding a model is alive (restarting?); retry shortly")
+            raise Unavailable(
+                "no encoder holding a model is alive (restarting?); retry shortly",
+                reason=UnavailableReason.NO_MODEL_HOLDER,
+            )
         tries = attempt_timeouts(kind, self._timeout_s)
         replies = await asyncio.gather(
             *(call_with_retry(self._bus, route.queue, r, EmbedReply, tries) for r in requests)

@@ -9,7 +9,7 @@ from datetime import datetime
 from app.context import ApiContext
 from app.services.validation import check_document
 from app.services.worker import require_collection
-from core.enums import OpType
+from core.enums import OpType, UnavailableReason
 from core.errors import Unavailable
 from core.ledger import QueuedWrite, new_queue_id
 from core.messages import DocumentMessage
@@ -74,6 +74,7 @@ async def _publish(ctx: ApiContext, collection: str, messages: list[DocumentMess
             f"the message broker did not confirm the write within "
             f"{ctx.settings.publish_deadline_s:g} s; retry later",
             ctx.settings.retry_after_s,
+            UnavailableReason.BROKER_UNCONFIRMED,
         )
         results = [late] * len(messages)
     failures = [

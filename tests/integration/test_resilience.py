@@ -16,6 +16,7 @@ from tests.integration.helpers import (
     doc_count,
     hybrid_collection,
     keyword_collection,
+    metric_total,
     search_ids,
     wait_until,
 )
@@ -177,3 +178,36 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(stack: Stack) ->
     finally:
         for sock in socks:
             sock.close()
+
+
+def test_a_full_queue_answers_503_saying_why_in_body_log_and_metric(
+    make_stack: StackFactory,
+) -> None:
+    stack = make_stack({"BRAID_DOCUMENT_QUEUE_MAX": "1"})
+    client = httpx.Client(base_url=stack.base_url, timeout=60)  # one connection: one api
+    create(client, "full", keyword_collection())
+    stack.ctl("stop", "worker")  # nothing drains the documents queue
+    first = client.post("/v1/collections/full/documents", json=doc("a", "pepper"))
+    assert first.status_code == 200, first.text
+    refused = [
+        client.post("/v1/collections/full/documents", json=doc(f"r{i}", "pepper")) for i in range(6)
+    ]
+    for answer in refused:
+        assert answer.status_code == 503, answer.text
+        assert answer.json() == {"detail": "queue 'braid.documents' is full; retry later"}
+        assert answer.headers["X-Braid-Reason"] == "queue_full"
+        assert int(answer.headers["Retry-After"]) >= 1
+
+    def counted() -> str | None:
+        text = client.get("/v1/metrics/prometheus").text
+        return text if metric_total(text, "braid_unavailable_total", reason="queue_full") else None
+
+    text = wait_until(counted, timeout=30)
+    assert metric_total(text, "braid_unavailable_total", reason="queue_full") == 6
+    assert metric_total(text, "braid_unavailable_total") == 6  # no other reason
+    # One line for the six: the rest were held back (one line per reason per 10 s).
+    logs = "\n".join(stack.logs(f"api-{index}") for index in range(1, 9))
+    lines = [line for line in logs.splitlines() if "503 queue_full" in line]
+    assert len(lines) == 1, lines
+    assert "POST /v1/collections/full/documents: queue 'braid.documents' is full" in lines[0]
+    client.close()

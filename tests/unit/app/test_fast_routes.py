@@ -28,6 +28,7 @@ from core.ledger import QueuedWrite
 from core.messages import DocumentMessage
 from core.metrics import HTTP_RESPONSES, SEARCH_SECONDS
 from core.schemas.collection import CollectionConfig
+from core.schemas.common import MAX_JSON_DEPTH
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult
 from core.settings import Settings
 
@@ -134,7 +135,13 @@ def client(node: TableNode | Stand, fast: bool, **settings: Any) -> TestClient:
 def same_answer(fast: Response, route: Response) -> None:
     assert fast.status_code == route.status_code, (fast.text, route.text)
     assert fast.content == route.content
-    for header in ("content-type", "content-length", "retry-after", "www-authenticate"):
+    for header in (
+        "content-type",
+        "content-length",
+        "retry-after",
+        "x-braid-reason",
+        "www-authenticate",
+    ):
         assert fast.headers.get(header) == route.headers.get(header), header
 
 
@@ -273,3 +280,76 @@ def test_only_an_admin_key_may_upsert_on_the_fast_path(key: str | None, queued: 
     same_answer(*answers)
     assert stands[0].done() == stands[1].done()
     assert bool(stands[0].broker.published) is queued
+
+
+CONDITION = b'{"key": "n", "op": "eq", "value": 1}'
+
+
+def _filter(operator: str, depth: int) -> bytes:
+    """A metadata_filter of `depth` nested and (object and list: two JSON levels each) or not."""
+    opening, closing = (b'{"and": [', b"]}") if operator == "and" else (b'{"not": ', b"}")
+    return opening * depth + CONDITION + closing * depth
+
+
+def _search(metadata_filter: bytes) -> Request:
+    body = b'{"query": "dune", "metadata_filter": ' + metadata_filter + b"}"
+    return lambda c: c.post(SEARCH, content=body, headers=JSON)
+
+
+def _upsert(metadata: bytes) -> Request:
+    body = json.dumps(DOC).encode()[:-1] + b', "metadata": {"m": ' + metadata + b"}}"
+    return lambda c: c.post(UPSERT, content=body, headers=JSON)
+
+
+def _text(expression: str) -> bytes:
+    return json.dumps(expression).encode()
+
+
+# (request, the limit its answer names); each nests past a limit.
+BODY_LIMIT = f"at most {MAX_JSON_DEPTH} levels"
+
+
+def _arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+TOO_DEEP: dict[str, tuple[Request, str]] = {
+    "and 33 deep (68 JSON levels)": (_search(_filter("and", 33)), "at most 32 levels"),
+    "and 1,000 deep": (_search(_filter("and", 1_000)), BODY_LIMIT),
+    "and 5,000 deep": (_search(_filter("and", 5_000)), BODY_LIMIT),
+    "not 33 deep": (_search(_filter("not", 33)), "at most 32 levels"),
+    "( 33 deep": (_search(_text("(" * 33 + "n = 1" + ")" * 33)), "at most 32 levels"),
+    "( 5,000 deep": (_search(_text("(" * 5_000 + "n = 1" + ")" * 5_000)), "at most 32 levels"),
+    "NOT 4,000 deep": (_search(_text("NOT " * 4_000 + "n = 1")), "at most 32 levels"),
+    "a search 73 deep": (_search(_arrays(MAX_JSON_DEPTH)), BODY_LIMIT),
+    "a search 100,000 deep": (_search(b"[" * 99_999 + b"]" * 99_999), BODY_LIMIT),
+    "metadata 73 deep": (_upsert(_arrays(MAX_JSON_DEPTH - 1)), BODY_LIMIT),
+    "metadata 100,000 deep": (_upsert(b"[" * 99_998 + b"]" * 99_998), BODY_LIMIT),
+}
+
+
+@pytest.mark.parametrize("case", list(TOO_DEEP))
+def test_a_body_past_a_depth_limit_is_the_same_422_on_both_paths(case: str) -> None:
+    send, limit = TOO_DEEP[case]
+    fast, route = Stand(), Stand()
+    answers = send(client(fast, True)), send(client(route, False))
+    same_answer(*answers)
+    assert fast.done() == route.done() == Stand().done()  # nothing searched or queued
+    assert answers[0].status_code == 422, answers[0].text[:300]
+    assert limit in answers[0].text
+    assert all(error["input"] == {} for error in answers[0].json()["detail"])  # nothing echoed
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        _search(_filter("and", 31)),  # 64 JSON levels with the body and the condition
+        _search(_filter("not", 32)),
+        _search(_text("(" * 32 + "n = 1" + ")" * 32)),
+        _upsert(b"[" * 62 + b"]" * 62),
+    ],
+)
+def test_a_body_at_the_depth_limits_is_served_fast(send: Request) -> None:
+    fast = Stand()
+    assert send(client(fast, True)).status_code == 200
+    assert fast.node.searched or fast.broker.published

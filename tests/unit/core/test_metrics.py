@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from core.enums import UnavailableReason
 from core.metrics import (
     COLLECTION_DOCUMENTS,
     EMBEDDED_TEXTS,
     LATENCY_BUCKETS,
     SEARCH_SECONDS,
+    UNAVAILABLE,
     VOCABULARY,
     Metric,
     MetricKind,
@@ -91,3 +93,12 @@ def test_keep_only_drops_the_gauges_of_what_is_gone() -> None:
     recorder.set(COLLECTION_DOCUMENTS, 5, collection="dropped")
     recorder.keep_only(COLLECTION_DOCUMENTS, "collection", {"kept"})
     assert recorder.state() == [[COLLECTION_DOCUMENTS.name, ["kept"], 3]]
+
+
+def test_unavailable_answers_are_counted_by_a_closed_reason() -> None:
+    assert UNAVAILABLE in VOCABULARY
+    assert UNAVAILABLE.labels == UNAVAILABLE.trend_labels == ("reason",)
+    recorder = Recorder()
+    recorder.inc(UNAVAILABLE, reason=UnavailableReason.QUEUE_FULL)
+    recorder.inc(UNAVAILABLE, reason=UnavailableReason.QUEUE_FULL)
+    assert recorder.state() == [[UNAVAILABLE.name, ["queue_full"], 2]]
