@@ -133,8 +133,12 @@ class Watchdog:
             watched, states, self._backlogged, time.monotonic(), self._stall_s
         )
         self._report()
+        self._give_up_if_hopeless()
+        # Last: with Redis down this fails, and the judgement above must not depend on it.
         record = ProgressRecord(ts=time.time(), stalled=self.stalls)
         await self._redis.hset(RedisKeys.progress(), self._process, record.model_dump_json())
+
+    def _give_up_if_hopeless(self) -> None:
         hopeless = [s for s in self.stalls if s.idle_s >= self._stall_s + self._grace_s]
         if hopeless and not self._gave_up:
             self._gave_up = True
