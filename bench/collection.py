@@ -41,6 +41,23 @@ async def post_until_taken(
         await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
 
 
+async def fetch_all(client: httpx.AsyncClient) -> dict[str, str]:
+    """id -> name of every document the load collection holds."""
+    found: dict[str, str] = {}
+    after = None
+    while True:
+        response = await client.post(
+            f"{BASE}/documents/fetch", json={"page_size": 1000, "after": after}
+        )
+        response.raise_for_status()
+        page = response.json()
+        for doc in page["documents"]:
+            found[doc["id"]] = doc["name"]
+        after = page.get("after")
+        if not after or not page["documents"]:
+            return found
+
+
 @dataclass
 class Bulk:
     documents: int
@@ -164,20 +181,7 @@ class LoadCollection:
         return time.monotonic() - started
 
     async def fetch_all(self) -> dict[str, str]:
-        """id -> name of every document the collection holds."""
-        found: dict[str, str] = {}
-        after = None
-        while True:
-            response = await self.client.post(
-                f"{BASE}/documents/fetch", json={"page_size": 1000, "after": after}
-            )
-            response.raise_for_status()
-            page = response.json()
-            for doc in page["documents"]:
-                found[doc["id"]] = doc["name"]
-            after = page.get("after")
-            if not after or not page["documents"]:
-                return found
+        return await fetch_all(self.client)
 
     async def check(self, oplog: Path) -> verify.Verdict:
         """The collection against the pre-population and the writes logged in `oplog`."""
