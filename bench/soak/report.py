@@ -154,8 +154,8 @@ def _memory_table(report: Report, result: SoakResult, verdict: Verdict) -> None:
         [
             "process (RSS / anon)",
             "minute 1, MiB",
-            f"end of warm-up (min {warm})",
-            f"end (min {last})",
+            f"after the warm-up (least of min {warm}+)",
+            f"end (least of the last, to min {last})",
             "growth, MiB",
             "growth, %",
             "slope, MiB/h",
