@@ -179,6 +179,7 @@ CONSUMER_STALLED = _gauge(
     "1 while a process's consumer of a queue (or of an exchange's stream) has messages waiting "
     "and has taken none for BRAID_STALL_S; the process restarts itself after a grace period",
     "source",
+    trend_labels=("source",),  # the dashboard's cluster map says what a node is stalled on
 )
 LAST_SEEN = _gauge(
     "braid_process_last_seen_timestamp_seconds", "Unix time a Braid process last published"

@@ -23,7 +23,13 @@ from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, expect, 
 
 from core.schemas.document import Document
 from harness.stack import REPO_ROOT, Stack, StackFactory
-from tests.integration.helpers import create, doc, hybrid_collection, publish_raw_upserts
+from tests.integration.helpers import (
+    create,
+    doc,
+    hybrid_collection,
+    keyword_collection,
+    publish_raw_upserts,
+)
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (docker/install.sh); nothing is downloaded
 SHOTS = (
@@ -272,5 +278,38 @@ def test_page_asks_for_a_key_lists_failed_writes_and_goes_stale_without_the_api(
         expect(page.locator("#overview")).to_have_class(re.compile(r"\bstale\b"))
         page.evaluate("window.scrollTo(0, 0)")
         shot(page, "stale.png")
+    finally:
+        page.context.close()
+
+
+def test_cluster_map_shows_a_stalled_process_and_what_it_is_stalled_on(
+    browser: Browser, make_stack: StackFactory
+) -> None:
+    """An api whose replica applies nothing (the fault-injection knob) while writes go on: its
+    stream's queue fills, its watchdog calls it stalled, and the map says so until it restarts
+    (a grace long enough for the page's refresh)."""
+    stalled = make_stack(
+        {
+            "BRAID_API_PROCESSES": "1",
+            "BRAID_REPLICA_APPLY_DELAY_MS": "3600000",
+            "BRAID_STALL_S": "4",
+            "BRAID_STALL_GRACE_S": "600",
+        }
+    )
+    with httpx.Client(base_url=stalled.base_url, timeout=30) as http:
+        create(http, "stalling", keyword_collection())
+        for i in range(300):  # more than a replica holds unapplied (worker/replica.py IN_FLIGHT)
+            answer = http.post("/v1/collections/stalling/documents/sync", json=doc(f"s{i}", "x"))
+            assert answer.status_code == 200, answer.text
+    page, console = open_page(browser, stalled.base_url, DESKTOP)
+    try:
+        node = page.locator('#cluster [data-node="api-1"]')
+        expect(node).to_have_attribute("data-stalled", "true", timeout=WAIT_MS)
+        expect(node).to_contain_text("stalled on braid.replication")
+        expect(page.locator('#cluster [data-node="worker"]')).to_have_attribute(
+            "data-stalled", "false"
+        )
+        shot(page.locator("#cluster"), "stalled.png")
+        assert console.errors == []
     finally:
         page.context.close()
