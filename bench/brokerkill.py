@@ -87,13 +87,17 @@ async def watch(
 
 
 def standstills(seen: Timeline) -> list[tuple[float, float]]:
-    """Stretches of STILL_S or more in which writes were queued and the queue never shrank."""
-    found, since, lowest = [], None, None
+    """Stretches of STILL_S or more in which writes were queued and the queue shrank at no
+    sample (with the stream on, a worker that indexes keeps taking some away)."""
+    found: list[tuple[float, float]] = []
+    since: float | None = None
+    previous: int | None = None
     for at, total in seen.queued:
-        if total == 0 or lowest is None or total < lowest:
+        if total == 0 or previous is None or total < previous:
             if since is not None and at - since >= STILL_S:
                 found.append((since, at))
-            since, lowest = (at if total else None), (total or None)
+            since = at if total else None
+        previous = total
     if since is not None and seen.queued and seen.queued[-1][0] - since >= STILL_S:
         found.append((since, seen.queued[-1][0]))
     return found
@@ -159,7 +163,7 @@ def report(
         if first_down is not None
         else "- readiness never left 200",
         f"- readiness while the broker was gone: {_counts(gone)}; over the run: {statuses}",
-        f"- indexing stood still (queue not shrinking for {STILL_S:.0f} s): "
+        f"- indexing stood still (the queue shrank at no sample for {STILL_S:.0f} s or more): "
         f"{[(round(a, 1), round(b, 1)) for a, b in still] or 'never'}; readiness 200 meanwhile: "
         f"{len(ready_while_still)} times",
         f"- the stream stopped {stopped - back:.1f} s after the broker's return; every write it "
