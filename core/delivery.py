@@ -1,6 +1,6 @@
 """One delivery and one queue as a consumer sees them: settling a message whose channel may be
-gone, the answer to an RPC request, a queue's depth and consumers (what readiness reads), and an
-RPC call retried when unanswered."""
+gone, the answer to an RPC request and the body of its reply, and a queue's depth and consumers
+(what readiness reads)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,17 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from aiormq.exceptions import AMQPError, ChannelInvalidStateError
 from pydantic import BaseModel
 
-from core.errors import BraidError, RpcTimeout, Unavailable, dependency_error, error_for_status
-
-if TYPE_CHECKING:
-    from core.bus import Bus
+from core.errors import BraidError, Unavailable, dependency_error, error_for_status
 
 log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
-Rep = TypeVar("Rep", bound=BaseModel)
 
 # An RPC answer that is an error carries its status and message in these headers, and no body;
 # a 503 its reason too (core.enums.UnavailableReason), so the api that answers it can say why.
@@ -126,23 +122,6 @@ def broker_version(connection: Any) -> str:
     if isinstance(version, bytes):
         version = version.decode(errors="replace")
     return str(version) if version else "unknown"
-
-
-async def call_with_retry(
-    bus: Bus, queue: str, request: BaseModel, reply_type: type[Rep], timeouts: Sequence[float]
-) -> Rep:
-    """RPC with one try per entry of `timeouts`; only a try left unanswered is retried.
-
-    Every try is its own message (its own expiry): a late answer to an earlier try is
-    dropped, and repeating the request must be harmless (embedding is a pure function).
-    """
-    *tries, last_s = timeouts
-    for timeout_s in tries:
-        try:
-            return await bus.call(queue, request, reply_type, timeout_s)
-        except RpcTimeout:
-            log.info("no answer from %s within %.1f s; trying again", queue, timeout_s)
-    return await bus.call(queue, request, reply_type, last_s)
 
 
 async def answer(

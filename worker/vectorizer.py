@@ -14,12 +14,12 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.bus import Bus
-from core.delivery import call_with_retry
 from core.enums import EmbedKind, EmbedOutput, UnavailableReason, VectorType
 from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
 from core.lexical import document_vector, query_vector
 from core.messages import EmbedReply, EmbedRequest
+from core.rpc import call_with_retry
 from core.schemas.collection import VectorConfig
 from core.vector_input import custom_vector, top_entries
 from core.vectors import SparseVector

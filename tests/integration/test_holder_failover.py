@@ -16,11 +16,11 @@ import httpx
 import redis
 
 from core.bus import Bus
-from core.delivery import call_with_retry
 from core.enums import EmbedKind
 from core.holders import live_holders, parse_registry
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys
+from core.rpc import call_with_retry
 from core.topology import QueueSpec
 from tests.integration.helpers import (
     MODEL,
