@@ -49,14 +49,7 @@ def create_app(settings: Settings, open_search: OpenSearch | None = None) -> Fas
             redis, recorder, f"api-{settings.api_index}", lambda: cluster_counters(context)
         )
         sampler.start()
-        watchdog = Watchdog(
-            bus,
-            redis,
-            recorder,
-            f"api-{settings.api_index}",
-            settings.stall_s,
-            settings.stall_grace_s,
-        )
+        watchdog = Watchdog(bus, redis, recorder, f"api-{settings.api_index}", settings)
         watchdog.start()
         yield
         await watchdog.close()

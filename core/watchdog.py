@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,6 +30,7 @@ from core.delivery import QueueState
 from core.lifecycle import Periodic
 from core.metrics import CONSUMER_STALLED, Recorder
 from core.names import RedisKeys
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 RECORD_TTL_S = 30.0  # a record older than this is a process gone: its stalls no longer count
@@ -92,6 +93,11 @@ def parse_records(raw: Mapping[bytes | str, bytes | str], now: float) -> dict[st
     return records
 
 
+def hopeless(stalls: Sequence[Stall], stall_s: float, grace_s: float) -> list[Stall]:
+    """The stalls that have outlasted their grace: the process should be started again."""
+    return [s for s in stalls if s.idle_s >= stall_s + grace_s]
+
+
 class WatchedBus(Protocol):
     """What the watchdog needs of a bus (core.bus.Bus)."""
 
@@ -109,47 +115,44 @@ class Watchdog:
         redis: Redis,
         recorder: Recorder,
         process: str,
-        stall_s: float,
-        grace_s: float,
-        give_up: Callable[[], None] | None = None,
+        settings: Settings,
     ) -> None:
         self._bus = bus
         self._redis = redis
         self._recorder = recorder
         self._process = process
-        self._stall_s = stall_s
-        self._grace_s = grace_s
-        self._give_up = give_up or _stop_this_process
+        self._stall_s = settings.stall_s
+        self._grace_s = settings.stall_grace_s
         self._backlogged: set[str] = set()
         self._flagged: set[str] = set()
         self._gave_up = False
-        self.stalls: list[Stall] = []
-        self.periodic = Periodic("watchdog", min(5.0, stall_s / 3), self.tick)
+        self._stalls: list[Stall] = []
+        self.periodic = Periodic("watchdog", min(5.0, self._stall_s / 3), self.tick)
 
     async def tick(self) -> None:
         watched = self._bus.watched()
         states = await self._bus.queue_states(sorted({w.queue for w in watched}))
-        self.stalls, self._backlogged = find_stalls(
+        self._stalls, self._backlogged = find_stalls(
             watched, states, self._backlogged, time.monotonic(), self._stall_s
         )
         self._report()
         self._give_up_if_hopeless()
         # Last: with Redis down this fails, and the judgement above must not depend on it.
-        record = ProgressRecord(ts=time.time(), stalled=self.stalls)
+        record = ProgressRecord(ts=time.time(), stalled=self._stalls)
         await self._redis.hset(RedisKeys.progress(), self._process, record.model_dump_json())
 
     def _give_up_if_hopeless(self) -> None:
-        hopeless = [s for s in self.stalls if s.idle_s >= self._stall_s + self._grace_s]
-        if hopeless and not self._gave_up:
+        over = hopeless(self._stalls, self._stall_s, self._grace_s)
+        if over and not self._gave_up:
             self._gave_up = True
             log.error(
                 "%s stalled for %.0f s with messages waiting (%s); exiting so that it is "
                 "started again",
                 self._process,
-                hopeless[0].idle_s,
-                _describe(hopeless),
+                over[0].idle_s,
+                _describe(over),
             )
-            self._give_up()
+            os.kill(os.getpid(), signal.SIGTERM)  # the process's usual clean stop
 
     def start(self) -> None:
         self.periodic.start()
@@ -162,8 +165,8 @@ class Watchdog:
 
     def _report(self) -> None:
         """The metric, and one log line when a stall starts or ends."""
-        now = {s.source for s in self.stalls}
-        for stall in self.stalls:
+        now = {s.source for s in self._stalls}
+        for stall in self._stalls:
             if stall.source not in self._flagged:
                 log.warning("%s is stalled: %s", self._process, _describe([stall]))
         for source in self._flagged - now:
@@ -177,7 +180,3 @@ def _describe(stalls: Sequence[Stall]) -> str:
     return "; ".join(
         f"{s.source}: {s.ready} messages ready, nothing taken for {s.idle_s:.0f} s" for s in stalls
     )
-
-
-def _stop_this_process() -> None:
-    os.kill(os.getpid(), signal.SIGTERM)

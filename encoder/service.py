@@ -50,12 +50,7 @@ class EncoderService:
         bus.recorder = self._stats.recorder  # a router times its hop to the holders
         self._heartbeat = Heartbeat(redis, self.index, self.role, lambda: self._registry.loaded)
         self._watchdog = Watchdog(
-            bus,
-            redis,
-            self._stats.recorder,
-            f"encoder-{self.index}",
-            settings.stall_s,
-            settings.stall_grace_s,
+            bus, redis, self._stats.recorder, f"encoder-{self.index}", settings
         )
         self._batcher = Batcher(
             settings.embed_batch_size,

@@ -102,9 +102,7 @@ class WorkerService:
         self._metrics = MetricsPublisher(
             redis, self._recorder, "worker", "worker", refresh=self._count_documents
         )
-        self._watchdog = Watchdog(
-            bus, redis, self._recorder, "worker", settings.stall_s, settings.stall_grace_s
-        )
+        self._watchdog = Watchdog(bus, redis, self._recorder, "worker", settings)
 
     @classmethod
     async def open(cls, settings: Settings) -> WorkerService:

@@ -66,13 +66,10 @@ class Observed:
     progress: Mapping[str, ProgressRecord] = field(default_factory=dict)  # fresh, by process
 
     def stalled(self, side: frozenset[str]) -> bool:
-        """Whether a process is stalled on a consumer that this side needs."""
-        other = QUERY_SOURCES if side is INDEX_SOURCES else INDEX_SOURCES
-        return any(
-            stall.source in side or stall.source not in other
-            for record in self.progress.values()
-            for stall in record.stalled
-        )
+        """Whether a process is stalled on a consumer this side needs (one that neither side
+        names stops both)."""
+        sources = {stall.source for record in self.progress.values() for stall in record.stalled}
+        return any(s in side or s not in INDEX_SOURCES | QUERY_SOURCES for s in sources)
 
 
 def judge(seen: Observed) -> tuple[ReadyResponse, int]:

@@ -26,7 +26,7 @@ from core.names import RedisKeys
 from harness.stack import Stack, StackFactory
 from harness.verify import Verdict, Write, verify
 from tests.integration.helpers import create, hybrid_collection, queue_total, wait_until
-from tests.integration.traffic import CONNECTION_DROPPED, Outcomes
+from tests.integration.traffic import CONNECTION_DROPPED
 from tests.integration.volume import VolumeTraffic
 from worker.consumer import BATCHES_IN_FLIGHT, HELD_PRUNE_AT
 
@@ -95,9 +95,9 @@ def _recovered(stack: Stack, traffic: VolumeTraffic, phase: str) -> None:
         "search": (traffic.search_outcomes, 6),
     }
 
-    def short() -> dict[str, dict[str, int]]:
+    def short() -> dict[str, dict[int, int]]:
         return {
-            kind: dict(outcomes.by_phase.get(phase, {}))  # type: ignore[arg-type]
+            kind: dict(outcomes.counts(phase))
             for kind, (outcomes, least) in needed.items()
             if outcomes.successes_since(phase) < least
         }
@@ -190,7 +190,10 @@ def test_every_fault_under_volume_loses_nothing(faulty: Stack) -> None:
         row["acknowledged"] = sum(o.successes_since(phase) for o in outcomes)
         row["lost"] = lost[phase]
         row["errors"] = {
-            str(k): v for o in (*outcomes, traffic.search_outcomes) for k, v in _errors(o, phase)
+            str(status): n
+            for o in (*outcomes, traffic.search_outcomes)
+            for status, n in o.counts(phase).items()
+            if status != 200
         }
         row["readiness"] = dict(traffic.health.get(phase, Counter()))
     print(json.dumps({"faults": report, "drain_s": round(drain_s, 1)}, indent=1))
@@ -205,9 +208,3 @@ def test_every_fault_under_volume_loses_nothing(faulty: Stack) -> None:
             seen = traffic.health.get(fault.phase, Counter())
             assert set(seen) - {200}, (fault.phase, dict(seen))
     client.close()
-
-
-def _errors(outcomes: Outcomes, phase: str) -> list[tuple[int, int]]:
-    with outcomes.lock:
-        counts = outcomes.by_phase.get(phase, Counter())
-        return [(status, n) for status, n in counts.items() if status != 200]

@@ -25,6 +25,18 @@ WORDS = (
 ).split()
 BASE = datetime(2026, 6, 1, tzinfo=UTC)
 CONNECTION_DROPPED = 0  # the status recorded when no answer came
+STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"  # always with microseconds: harness.verify compares as text
+
+
+def stamp(seq: int) -> str:
+    """The timestamp of the write numbered `seq`: one millisecond after the one before."""
+    return (BASE + timedelta(milliseconds=seq)).strftime(STAMP)
+
+
+def seq_of(timestamp: str) -> int:
+    """The number of the write that carries `timestamp` (stamp's inverse)."""
+    sent = datetime.strptime(timestamp, STAMP).replace(tzinfo=UTC)
+    return (sent - BASE) // timedelta(milliseconds=1)
 
 
 @dataclass
@@ -37,6 +49,11 @@ class Outcomes:
     def add(self, phase: str, status: int) -> None:
         with self.lock:
             self.by_phase.setdefault(phase, Counter())[status] += 1
+
+    def counts(self, phase: str) -> Counter[int]:
+        """A copy of the phase's answers by status."""
+        with self.lock:
+            return Counter(self.by_phase.get(phase, Counter()))
 
     def successes_since(self, phase: str) -> int:
         with self.lock:
@@ -92,18 +109,16 @@ class Traffic:
             while not self._stop.is_set():
                 seq = next(self._seq)
                 doc_id = rng.choice(self._ids)
-                # Always with microseconds: harness.verify compares timestamps as text.
-                stamp = (BASE + timedelta(milliseconds=seq)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
                 name = f"{doc_id} v{seq}"
                 body = {
                     "id": doc_id,
-                    "timestamp": stamp,
+                    "timestamp": stamp(seq),
                     "name": name,
                     "content": " ".join(rng.choices(WORDS, k=30)),
                 }
                 phase = self.phase
                 status = self._post(http, f"/v1/collections/{self._collection}/documents", body)
-                self.writes.append(Write("upsert", doc_id, stamp, name, status))
+                self.writes.append(Write("upsert", doc_id, stamp(seq), name, status))
                 self.write_outcomes.add(phase, status)
                 if status != 200:
                     time.sleep(0.2)  # a client honouring Retry-After, briefly

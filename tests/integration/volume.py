@@ -11,22 +11,23 @@ import random
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 
 import httpx
 
 from harness.verify import Write
-from tests.integration.traffic import BASE, CONNECTION_DROPPED, WORDS, Outcomes, Traffic
+from tests.integration.traffic import (
+    CONNECTION_DROPPED,
+    WORDS,
+    Outcomes,
+    Traffic,
+    seq_of,
+    stamp,
+)
 
 BULK_SIZE = 100
 THROTTLED_SIZE = 5
 BULK_IDS = 3_000
 SYNC_SEARCH_S = 60.0  # a sync write's search is retried (503s) this long before it counts
-
-
-def stamp(seq: int) -> str:
-    """Always with microseconds: harness.verify compares timestamps as text."""
-    return (BASE + timedelta(milliseconds=seq)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class VolumeTraffic(Traffic):
@@ -49,9 +50,9 @@ class VolumeTraffic(Traffic):
         self.phase = phase
 
     def phase_of(self, write: Write) -> str:
-        sent = datetime.strptime(write.timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        seq = (sent - BASE) // timedelta(milliseconds=1)
-        return self._marks[bisect.bisect_right(self._marks, (seq, "\uffff")) - 1][1]
+        return self._marks[
+            bisect.bisect_right(self._marks, (seq_of(write.timestamp), "\uffff")) - 1
+        ][1]
 
     def start(self) -> VolumeTraffic:
         super().start()

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from core.delivery import QueueState
-from core.watchdog import RECORD_TTL_S, ProgressRecord, Stall, Watched, find_stalls, parse_records
+from core.watchdog import (
+    RECORD_TTL_S,
+    ProgressRecord,
+    Stall,
+    Watched,
+    find_stalls,
+    hopeless,
+    parse_records,
+)
 
 NOW = 5_000.0
 STALL_S = 30.0
@@ -67,3 +75,10 @@ def test_records_count_only_while_fresh_and_well_formed() -> None:
         "api-2": "not json",
     }
     assert parse_records(raw, NOW) == {"worker": stalled}
+
+
+@pytest.mark.parametrize(("idle_s", "gives_up"), [(89.9, False), (90.0, True), (400.0, True)])
+def test_a_process_gives_up_once_a_stall_outlasts_its_grace(idle_s: float, gives_up: bool) -> None:
+    stalls = [Stall(source="a", ready=5, idle_s=31.0), Stall(source="b", ready=5, idle_s=idle_s)]
+    over = hopeless(stalls, stall_s=30.0, grace_s=60.0)
+    assert [s.source for s in over] == (["b"] if gives_up else [])
