@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 
-.PHONY: all install install-runtime run test lint unit integration clean
+.PHONY: all install install-runtime run test lint unit integration image test-container clean
 
 all: test
 
@@ -29,6 +29,14 @@ unit:
 
 integration:
 	$(PYTHON) -m pytest tests/integration -q
+
+# The container image (docker/image.sh: a Docker engine and, with no registry, a Debian base from
+# packages), then its own test tier, which runs the README's container commands against it.
+image:
+	bash docker/image.sh
+
+test-container: install image
+	$(PYTHON) -m pytest tests/container -q
 
 clean:
 	rm -rf .make .pytest_cache .mypy_cache .ruff_cache

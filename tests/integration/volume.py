@@ -23,7 +23,10 @@ from tests.integration.traffic import (
     seq_of,
     stamp,
 )
+from worker.consumer import BATCHES_IN_FLIGHT, HELD_PRUNE_AT
 
+# Queued when a fault hits: more than the worker's prefetch and what it holds for the reaper.
+BACKLOG = HELD_PRUNE_AT + 64 * (BATCHES_IN_FLIGHT + 1) + 200
 BULK_SIZE = 100
 THROTTLED_SIZE = 5
 BULK_IDS = 3_000
