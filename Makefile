@@ -1,5 +1,6 @@
 # Braid: `make run` runs the whole stack in the foreground, `make test` installs what is missing
-# and runs lint, type check and every test tier. docker/install.sh does the installing.
+# and runs lint, type check and every test tier, the container's included. docker/install.sh
+# and docker/image.sh do the installing.
 SHELL := /bin/bash
 PYTHON ?= python3
 
@@ -17,8 +18,9 @@ install-runtime:
 run: install-runtime
 	docker/entrypoint.sh
 
-test: install lint
-	$(PYTHON) -m pytest tests/unit tests/contract tests/integration -q
+# Every tier, the container's included (its image first: make image).
+test: install lint image
+	$(PYTHON) -m pytest tests/unit tests/contract tests/integration tests/container -q
 
 lint:
 	$(PYTHON) -m ruff check .

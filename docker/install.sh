@@ -64,6 +64,11 @@ command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if [[ $MODE == test ]] && ! command -v promtool >/dev/null 2>&1; then
     missing+=(prometheus)
 fi
+# The container tier checks docker/compose.yaml with a real compose (docker/image.sh installs
+# the engine itself).
+if [[ $MODE == test ]] && ! command -v docker-compose >/dev/null 2>&1; then
+    missing+=(docker-compose)
+fi
 # Headless Chromium drives the dashboard's browser tests (Playwright launches this binary).
 if [[ $MODE == test && ! -x /usr/bin/chromium ]]; then
     missing+=(chromium)

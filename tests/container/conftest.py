@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,7 +81,7 @@ class Container:
         assert done.returncode == 0, f"{command}: {done.stderr.strip()}\n{self.log_tails()}"
         return done.stdout.strip()
 
-    def state(self) -> dict[str, object]:
+    def state(self) -> dict[str, Any]:
         return dict(json.loads(docker("inspect", "-f", "{{json .State}}", NAME)))
 
     def wait_healthy(self, timeout: float = START_S) -> float:
@@ -90,7 +91,7 @@ class Container:
         def healthy() -> bool:
             state = self.state()
             assert state["Running"], f"the container stopped: {state}\n{self.log_tails()}"
-            return dict(state.get("Health") or {}).get("Status") == "healthy"
+            return bool((state.get("Health") or {}).get("Status") == "healthy")
 
         try:
             wait_until(healthy, timeout=timeout, interval=0.5)
