@@ -31,9 +31,11 @@ STALL_S = 120  # a queue that has not shrunk for this long, after a restart, is 
 
 
 def _quickstart(box: Container) -> list[str]:
-    """Run the README quickstart as written (it talks to localhost:8234); the last search's ids."""
-    answer = box.sh(quickstart_script(), timeout=180).splitlines()[-1]
-    return [hit["id"] for hit in json.loads(answer)["results"]]
+    """Run the README quickstart as written (it talks to localhost:8234): the create and the bulk
+    write answer ok; the search's ids come back."""
+    create, write, search = box.sh(quickstart_script(), timeout=180).splitlines()
+    assert json.loads(create) == json.loads(write) == {"ok": True}, (create, write)
+    return [hit["id"] for hit in json.loads(search)["results"]]
 
 
 def _uids(box: Container) -> dict[str, int]:
