@@ -29,6 +29,18 @@ ensure_engine() {
     if docker info >/dev/null 2>&1; then
         return 0
     fi
+    # A dockerd still starting or stopping: wait for it to answer or go. A pid file whose dockerd
+    # is gone (killed with the machine's processes) would stop a new one from starting.
+    local pidfile=/var/run/docker.pid
+    for _ in $(seq 60); do
+        [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+        docker info >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    if [[ -f $pidfile ]] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+        say "removing the stale $pidfile (its dockerd is gone)"
+        rm -f "$pidfile"
+    fi
     # No init system starts it here: run it in the background, as a service would.
     say "starting dockerd (log: /var/log/dockerd.log)"
     nohup dockerd >>/var/log/dockerd.log 2>&1 &
