@@ -111,6 +111,12 @@ def new_queue_id() -> str:
     return uuid.uuid4().hex
 
 
+def delete_covers(delete_us: int, op: OpType, write_us: int) -> bool:
+    """Whether a delete at `delete_us` cancels a queued write of the same document: upserts at
+    or before it (a tie goes to the delete); never another delete."""
+    return op is OpType.UPSERT and write_us <= delete_us
+
+
 class Ledger:
     """Scripts in a pipeline go as EVAL with their text: the client replays a pipeline on a new
     connection after Redis restarts, and an EVALSHA there finds the script cache empty (a 500).
@@ -194,8 +200,16 @@ class Ledger:
         keys = [RedisKeys.queue_items(collection), RedisKeys.queue_counts(collection)]
         await self._restate(keys=keys, args=[queue_id, status.value, info, try_count])
 
+    async def record_delete(self, collection: str, doc_id: str, ts: datetime) -> None:
+        """What a delete at `ts` leaves in the ledger before it is applied or published, sync or
+        async alike: the tombstone keeps older upserts, queued or late, from resurrecting the
+        document, and the queued upserts it covers are cancelled (their messages become no-ops).
+        """
+        await self.set_tombstone(collection, doc_id, ts)
+        await self.cancel_upserts(collection, doc_id, ts)
+
     async def cancel_upserts(self, collection: str, doc_id: str, up_to: datetime) -> int:
-        """Drop every queued upsert of the document with timestamp <= `up_to`."""
+        """Drop every queued upsert of the document that a delete at `up_to` covers."""
         queue_ids = [
             as_text(q) for q in await self._redis.smembers(RedisKeys.doc_items(collection, doc_id))
         ]
@@ -206,7 +220,7 @@ class Ledger:
             [
                 (qid, doc_id)
                 for qid, item in items.items()
-                if item["op_type"] == OpType.UPSERT.value and item["ts_us"] <= limit
+                if delete_covers(limit, OpType(item["op_type"]), item["ts_us"])
             ],
         )
 

@@ -166,8 +166,7 @@ class Admin:
 
     async def sync_delete(self, request: SyncDelete) -> Ack:
         await self._require(request.collection)
-        await self._ledger.set_tombstone(request.collection, request.doc_id, request.timestamp)
-        await self._ledger.cancel_upserts(request.collection, request.doc_id, request.timestamp)
+        await self._ledger.record_delete(request.collection, request.doc_id, request.timestamp)
         await self._indexer.apply(
             request.collection, [Write(OpType.DELETE, request.doc_id, request.timestamp)]
         )

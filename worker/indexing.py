@@ -9,7 +9,7 @@ from typing import Any
 
 from core.catalog import Catalog
 from core.enums import EmbedKind, OpType
-from core.ledger import Ledger, to_micros
+from core.ledger import Ledger, delete_covers, to_micros
 from core.lexical import document_length
 from core.metrics import DOCUMENT_TEXTS_EMBEDDED, DOCUMENT_WRITES, Recorder
 from core.schemas.collection import CollectionConfig
@@ -190,8 +190,8 @@ class Indexer:
         for doc_id, write in winners.items():
             old = stored.get(doc_id)
             old_micros = stored_micros(old.payload) if old else -1
-            if write.micros <= old_micros or (
-                write.op is OpType.UPSERT and write.micros <= tombs.get(doc_id, -1)
+            if write.micros <= old_micros or delete_covers(
+                tombs.get(doc_id, -1), write.op, write.micros
             ):
                 outcomes[doc_id] = Outcome.STALE
                 continue

@@ -39,9 +39,7 @@ async def enqueue_delete(
     ctx: ApiContext, collection: str, doc_id: str, timestamp: datetime
 ) -> None:
     await require_collection(ctx, collection)
-    # The tombstone keeps older upserts, queued or late, from resurrecting the document.
-    await ctx.ledger.set_tombstone(collection, doc_id, timestamp)
-    await ctx.ledger.cancel_upserts(collection, doc_id, timestamp)
+    await ctx.ledger.record_delete(collection, doc_id, timestamp)
     message = DocumentMessage(
         collection=collection,
         queue_id=new_queue_id(),
