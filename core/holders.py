@@ -1,42 +1,32 @@
-"""The model-holder registry: encoder heartbeat records, who is alive, where model work goes.
+"""The model-holder registry: who is alive, where model work goes.
 
-Every encoder writes a record (role, models loaded, pid, last seen) into one Redis hash about once
-a second. A caller (the worker, a forwarding router) reads a snapshot at most every REFRESH_S and
-sends model work to the holders' shared queue when a live holder is known, so it skips the
-router hop. Every live holder consumes that queue: when one dies, the broker hands its unacked
-requests to a survivor, so no caller ever waits on a dead holder's private queue.
+Every encoder writes a record (core/heartbeats.py: role, models loaded, pid, last seen) into one
+Redis hash about once a second. A caller (the worker, a forwarding router) reads a snapshot at
+most every REFRESH_S and sends model work to the holders' shared queue when a live holder is
+known, so it skips the router hop. Every live holder consumes that queue: when one dies, the
+broker hands its unacked requests to a survivor, so no caller ever waits on a dead holder's
+private queue.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from core.enums import EmbedKind, EncoderRole
+from core.heartbeats import ENCODER_BEAT_S, EncoderRecord, parse_registry
 from core.names import RedisKeys, embed_queue, holder_queue
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_S = 1.0  # how often an encoder rewrites its record
-HOLDER_TTL_S = 3.0  # a holder silent this long is dead to callers (three missed beats)
+HOLDER_TTL_S = 3 * ENCODER_BEAT_S  # a holder silent this long (three missed beats) is dead
 REFRESH_S = 0.5  # a caller re-reads the registry at most this often
 QUERY_TRY_S = 5.0  # a query embedding unanswered this long is sent once more
-
-
-class EncoderRecord(BaseModel):
-    """One encoder as it last announced itself."""
-
-    index: int
-    role: EncoderRole
-    models: list[str] = []
-    pid: int = 0
-    last_seen: float
 
 
 @dataclass(frozen=True)
@@ -50,17 +40,6 @@ class Route:
     @property
     def direct(self) -> bool:
         return bool(self.holders)
-
-
-def parse_registry(raw: Mapping[bytes | str, bytes | str]) -> list[EncoderRecord]:
-    """Records from the registry hash; a malformed one is skipped, never fatal."""
-    records = []
-    for value in raw.values():
-        try:
-            records.append(EncoderRecord.model_validate_json(value))
-        except ValidationError:
-            continue
-    return records
 
 
 def is_alive(record: EncoderRecord, now: float, ttl_s: float = HOLDER_TTL_S) -> bool:

@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 
 from core.bus import Bus
 from core.enums import EmbedKind, EncoderRole
-from core.holders import HEARTBEAT_S, EncoderRecord
+from core.heartbeats import ENCODER_BEAT_S, EncoderRecord
 from core.lifecycle import Periodic
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys, embed_queue, encoder_queue, holder_queue
@@ -60,7 +60,7 @@ class Heartbeat:
         index: int,
         role: EncoderRole,
         models: Callable[[], list[str]],
-        interval_s: float = HEARTBEAT_S,
+        interval_s: float = ENCODER_BEAT_S,
     ) -> None:
         self._redis = redis
         self._index = index
@@ -83,9 +83,7 @@ class Heartbeat:
     async def beat(self) -> None:
         """A missed beat is only logged: the record ages and callers route around it."""
         try:
-            await self._redis.hset(
-                RedisKeys.encoders(), str(self._index), self.record().model_dump_json()
-            )
+            await self._redis.hset(RedisKeys.encoders(), str(self._index), self.record().to_redis())
         except (RedisError, OSError) as exc:
             log.warning("could not write the encoder heartbeat: %s", exc)
 

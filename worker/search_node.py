@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import logging
 import os
 import time
@@ -29,6 +28,7 @@ from core.bus import Bus
 from core.catalog import Catalog
 from core.enums import UnavailableReason
 from core.errors import Unavailable
+from core.heartbeats import SEARCH_NODE_BEAT_S, SearchNodeBeat
 from core.lifecycle import Periodic
 from core.messages import SearchRequest
 from core.metrics import Recorder
@@ -47,7 +47,6 @@ from worker.vectorizer import Vectorizer
 log = logging.getLogger(__name__)
 SEARCH_PRIORITY = 10  # the worker consumes at 0
 SEARCH_CONCURRENCY = 32
-HEARTBEAT_S = 2.0
 
 
 class _ReplicaStore:
@@ -107,7 +106,7 @@ class SearchNode:
         self._served = 0
         self._loaded = replica is None
         self._loading: asyncio.Task[None] | None = None
-        self._heartbeat = Periodic("search heartbeat", HEARTBEAT_S, self._beat)
+        self._heartbeat = Periodic("search heartbeat", SEARCH_NODE_BEAT_S, self._beat)
 
     @classmethod
     async def open(
@@ -202,12 +201,12 @@ class SearchNode:
         """Liveness and what this node has done, for operators and tests."""
         replica = self._replica
         position = replica.position if replica is not None else None
-        state = {
-            "ts": time.time(),
-            "pid": os.getpid(),
-            "searches": self._served,
-            "position": position.text() if position is not None else None,
-            "copies": replica.copies_taken if replica is not None else 0,
-        }
+        beat = SearchNodeBeat(
+            ts=time.time(),
+            pid=os.getpid(),
+            searches=self._served,
+            position=position.text() if position is not None else None,
+            copies=replica.copies_taken if replica is not None else 0,
+        )
         index = str(self._settings.api_index)
-        await self._redis.hset(RedisKeys.searchers(), index, json.dumps(state))
+        await self._redis.hset(RedisKeys.searchers(), index, beat.to_redis())

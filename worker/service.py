@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from redis.exceptions import RedisError
 from core.bus import Bus
 from core.catalog import Catalog
 from core.errors import InvalidInput
+from core.heartbeats import WORKER_BEAT_S, WORKER_BEAT_TTL_S, WorkerBeat
 from core.ledger import Ledger
 from core.lifecycle import Periodic
 from core.messages import (
@@ -51,8 +51,6 @@ from worker.store.protocol import Store
 from worker.vectorizer import Vectorizer
 
 log = logging.getLogger(__name__)
-HEARTBEAT_S = 2.0
-HEARTBEAT_TTL_S = 10
 # Within the process's stop bound (core.lifecycle): the batch in hand, then RPCs in flight.
 FINISH_BATCH_S = 3.0
 FINISH_RPCS_S = 1.5
@@ -98,7 +96,7 @@ class WorkerService:
         )
         self._reaper = Reaper(bus, ledger, catalog, self._consumer, settings.publish_deadline_s)
         self._consuming: asyncio.Task[None] | None = None
-        self._heartbeat = Periodic("worker heartbeat", HEARTBEAT_S, self._beat)
+        self._heartbeat = Periodic("worker heartbeat", WORKER_BEAT_S, self._beat)
         self._metrics = MetricsPublisher(
             redis, self._recorder, "worker", "worker", refresh=self._count_documents
         )
@@ -193,9 +191,7 @@ class WorkerService:
         where replication stands, so a replica that missed a write notices."""
         if self._replicator is not None:
             await self._replicator.tick()
-        state = {
-            "ts": time.time(),
-            "store": await store_ok(self._store),
-            "broker": self._bus.is_connected,
-        }
-        await self._redis.set(RedisKeys.heartbeat("worker"), json.dumps(state), ex=HEARTBEAT_TTL_S)
+        beat = WorkerBeat(
+            ts=time.time(), store=await store_ok(self._store), broker=self._bus.is_connected
+        )
+        await self._redis.set(RedisKeys.heartbeat("worker"), beat.to_redis(), ex=WORKER_BEAT_TTL_S)

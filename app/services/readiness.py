@@ -11,7 +11,6 @@ consumer can be counted by the broker and still take nothing).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,8 @@ from redis.exceptions import RedisError
 from app.context import ApiContext
 from core.delivery import QueueState
 from core.enums import EmbedKind
-from core.holders import live_holders, parse_registry
+from core.heartbeats import WorkerBeat, parse_registry
+from core.holders import live_holders
 from core.names import (
     DOCUMENTS_QUEUE,
     REPLICATION_EXCHANGE,
@@ -41,7 +41,6 @@ QUERY_QUEUES = (SEARCH_QUEUE, holder_queue(EmbedKind.QUERY))
 # What a stalled consumer (core/watchdog.py) stops, by what it consumes; anything else stops both.
 INDEX_SOURCES = frozenset({*INDEX_QUEUES, embed_queue(EmbedKind.DOCUMENT)})
 QUERY_SOURCES = frozenset({*QUERY_QUEUES, embed_queue(EmbedKind.QUERY), REPLICATION_EXCHANGE})
-WORKER_BEAT_MAX_AGE_S = 10.0
 # A hung Redis (SIGSTOP, a stalled disk) keeps its connection open: answer 503 rather than hang.
 REDIS_READ_S = 2.0
 
@@ -59,7 +58,7 @@ class Observed:
     """What the api saw of the stack at one moment."""
 
     broker_connected: bool
-    worker_beat: Mapping[str, Any] | None  # the worker's last heartbeat, None when expired
+    worker_beat: WorkerBeat | None  # the worker's last heartbeat, None when expired
     queues: Mapping[str, QueueState | None]
     holder_alive: bool
     now: float
@@ -74,9 +73,8 @@ class Observed:
 
 def judge(seen: Observed) -> tuple[ReadyResponse, int]:
     """The readiness answer and its HTTP status."""
-    beat = seen.worker_beat or {}
-    fresh = seen.now - float(beat.get("ts", 0.0)) <= WORKER_BEAT_MAX_AGE_S
-    database = fresh and bool(beat.get("store"))
+    beat = seen.worker_beat
+    database = beat is not None and beat.fresh(seen.now) and beat.store
 
     def consumed(queues: tuple[str, ...]) -> bool:
         states = [seen.queues.get(q) for q in queues]
@@ -116,7 +114,7 @@ async def observe(ctx: ApiContext) -> Observed:
     holders = live_holders(parse_registry(registry), now)
     return Observed(
         broker_connected=ctx.bus.is_connected,
-        worker_beat=json.loads(raw_beat) if raw_beat else None,
+        worker_beat=WorkerBeat.from_redis(raw_beat),
         queues=queues,
         holder_alive=bool(holders),
         now=now,

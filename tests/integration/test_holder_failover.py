@@ -17,7 +17,8 @@ import redis
 
 from core.bus import Bus
 from core.enums import EmbedKind
-from core.holders import live_holders, parse_registry
+from core.heartbeats import parse_registry
+from core.holders import live_holders
 from core.messages import EmbedReply, EmbedRequest
 from core.names import RedisKeys
 from core.rpc import call_with_retry

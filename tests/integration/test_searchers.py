@@ -12,15 +12,15 @@ sent on a fresh connection lands on either.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 import redis
 
+from core.heartbeats import SearchNodeBeat, parse_search_nodes
+from core.names import RedisKeys
 from harness.stack import Stack
 from tests.integration.helpers import (
     create,
@@ -62,17 +62,17 @@ def board(stack: Stack) -> Iterator[redis.Redis]:
     connection.close()
 
 
-def searchers(board: redis.Redis) -> dict[str, dict[str, Any]]:
-    return {k.decode(): json.loads(v) for k, v in board.hgetall("braid:searchers").items()}
+def searchers(board: redis.Redis) -> dict[str, SearchNodeBeat]:
+    return parse_search_nodes(board.hgetall(RedisKeys.searchers()))
 
 
 def loaded(board: redis.Redis) -> set[str]:
     """The api processes whose search node holds a replica (the others send searches on)."""
-    return {index for index, state in searchers(board).items() if state["position"]}
+    return {index for index, state in searchers(board).items() if state.position}
 
 
 def served(board: redis.Redis) -> dict[str, int]:
-    return {index: state["searches"] for index, state in searchers(board).items()}
+    return {index: state.searches for index, state in searchers(board).items()}
 
 
 def sync_version(client: httpx.Client, name: str, doc_id: str, version: int) -> None:
@@ -227,7 +227,7 @@ def test_a_search_process_killed_under_load_loses_only_searches_in_flight(
         old = stack.kill9("api:api-1")
         new = stack.wait_restarted("api:api-1", old, timeout=RESTART_S)
         # The new api-1 has its copy (it sent its searches on until then).
-        wait_until(lambda: searchers(board)["1"]["pid"] == new and "1" in loaded(board), RESTART_S)
+        wait_until(lambda: searchers(board)["1"].pid == new and "1" in loaded(board), RESTART_S)
         sync_version(client, "crash", "k", 2)  # written while the new api-1 serves
         seen = len(load.codes)
         wait_until(lambda: len(load.codes) >= seen + 50)
@@ -249,10 +249,10 @@ def test_a_worker_restart_makes_every_replica_copy_the_store_again(
 ) -> None:
     create(client, "again", keyword_collection())
     sync_version(client, "again", "w", 1)
-    copies = {index: state["copies"] for index, state in searchers(board).items()}
+    copies = {index: state.copies for index, state in searchers(board).items()}
     old = stack.kill9("worker")
     stack.wait_restarted("worker", old, timeout=RESTART_S)
-    wait_until(lambda: all(searchers(board)[i]["copies"] > copies[i] for i in copies), RESTART_S)
+    wait_until(lambda: all(searchers(board)[i].copies > copies[i] for i in copies), RESTART_S)
     sync_version(client, "again", "w", 2)
     for _ in range(8):
         assert found_version(client, "again", "w") == "lemon tart version2"
@@ -262,7 +262,7 @@ def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_thei
     client: httpx.Client, board: redis.Redis
 ) -> None:
     create(client, "optimized", keyword_collection())
-    copies = {index: state["copies"] for index, state in searchers(board).items()}
+    copies = {index: state.copies for index, state in searchers(board).items()}
     documents = [doc(f"o{i}", f"fig chutney jar{i}") for i in range(OPTIMIZE_AFTER + 100)]
     for start in range(0, len(documents), 100):
         response = client.post(
@@ -271,6 +271,6 @@ def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_thei
         )
         assert response.status_code == 200, response.text
     wait_until(lambda: doc_count(client, "optimized") == len(documents))
-    wait_until(lambda: all(searchers(board)[i]["copies"] > copies[i] for i in copies), RESTART_S)
+    wait_until(lambda: all(searchers(board)[i].copies > copies[i] for i in copies), RESTART_S)
     for _ in range(4):  # whichever searcher answers holds every document
         assert search_ids(client, "optimized", "jar250")[:1] == ["o250"]

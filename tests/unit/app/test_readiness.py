@@ -9,6 +9,7 @@ import pytest
 from app.services.readiness import INDEX_QUEUES, QUERY_QUEUES, Observed, judge
 from core.delivery import QueueState
 from core.enums import EmbedKind
+from core.heartbeats import WorkerBeat
 from core.names import (
     DOCUMENTS_QUEUE,
     REPLICATION_EXCHANGE,
@@ -23,7 +24,7 @@ NOW = 1_000_000.0
 ALL_CONSUMED = {q: QueueState(0, 1) for q in (*INDEX_QUEUES, *QUERY_QUEUES)}
 HEALTHY = Observed(
     broker_connected=True,
-    worker_beat={"ts": NOW - 1, "store": True, "broker": True},
+    worker_beat=WorkerBeat(ts=NOW - 1, store=True, broker=True),
     queues=ALL_CONSUMED,
     holder_alive=True,
     now=NOW,
@@ -49,8 +50,8 @@ def test_one_side_without_a_consumer_is_218(queue: str, side: str) -> None:
     [
         {"broker_connected": False},
         {"worker_beat": None},
-        {"worker_beat": {"ts": NOW - 60, "store": True}},  # the worker stopped beating
-        {"worker_beat": {"ts": NOW, "store": False}},  # the store does not answer
+        {"worker_beat": WorkerBeat(ts=NOW - 60, store=True)},  # the worker stopped beating
+        {"worker_beat": WorkerBeat(ts=NOW, store=False)},  # the store does not answer
         {"holder_alive": False},
         {"queues": {q: None for q in ALL_CONSUMED}},  # the broker lost every queue
         {"queues": {q: QueueState(0, 0) for q in ALL_CONSUMED}},  # nobody consumes

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from core.enums import EmbedKind, EncoderRole
+from core.heartbeats import EncoderRecord
 from core.holders import (
-    EncoderRecord,
     Route,
     attempt_timeouts,
     choose_route,
     is_alive,
     live_holders,
-    parse_registry,
 )
 from core.names import embed_queue, holder_queue
 
@@ -69,12 +68,6 @@ def test_a_dead_holder_stops_being_chosen_once_its_heartbeat_expires() -> None:
     later = NOW + 3.5  # holder 2 died at NOW; holder 1 kept beating
     records[0] = EncoderRecord(index=1, role=HOLDER, last_seen=later - 1)
     assert choose_route(EmbedKind.QUERY, records, later).holders == (1,)
-
-
-def test_a_malformed_registry_entry_is_skipped() -> None:
-    good = record(2).model_dump_json().encode()
-    parsed = parse_registry({b"1": b"{not json", b"2": good, b"3": b'{"index": 3}'})
-    assert [r.index for r in parsed] == [2]
 
 
 @pytest.mark.parametrize(
