@@ -59,6 +59,16 @@ class OpType(StrEnum):
     DELETE = "delete"
 
 
+class MetadataType(StrEnum):
+    """The type of a metadata index, and of a value the `{"value", "type"}` wrapper carries."""
+
+    STRING = "string"
+    INTEGER = "integer"
+    FLOAT = "float"
+    BOOLEAN = "boolean"
+    DATETIME = "datetime"
+
+
 class DocumentStatus(StrEnum):
     INDEXED = "indexed"
     QUEUED = "queued"

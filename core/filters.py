@@ -17,6 +17,7 @@ from typing import Annotated, Any, NoReturn
 from pydantic import AfterValidator, StrictStr
 from pydantic_core import PydanticCustomError
 
+from core.enums import MetadataType
 from core.errors import InvalidInput
 from core.metadata import EXPECTED, parse_datetime, typed_value
 from core.schemas.common import MAX_FILTER_DEPTH, NAME_RE, NAME_RULE
@@ -69,7 +70,7 @@ Scalar = str | int | float | bool
 _WIRE_OPS = {op.value: op for op in FilterOp if op is not FilterOp.IN}
 _BOOLEAN_KEYS = frozenset({"and", "or", "not"})
 _CONDITION_KEYS = frozenset({"key", "op", "value"})
-_ORDERED_TYPES = frozenset({"integer", "float", "datetime"})
+_ORDERED_TYPES = frozenset({MetadataType.INTEGER, MetadataType.FLOAT, MetadataType.DATETIME})
 
 
 # The error type of a filter refused for its depth: its 422 leaves the filter out (app.errors).
@@ -361,7 +362,7 @@ def _typed_condition(condition: Condition, indexes: Mapping[str, str]) -> Condit
     if op is FilterOp.IS_NULL:
         return condition
     if op is FilterOp.IN:
-        if kind != "datetime":
+        if kind != MetadataType.DATETIME:
             return condition
         # A stored value that is no datetime can match no datetime: leave it out.
         values = (parse_datetime(v) for v in condition.value)

@@ -24,7 +24,9 @@ from core.schemas.common import (
     WireModel,
 )
 
-MetadataType = Literal["string", "integer", "float", "boolean", "datetime"]
+# core.enums.MetadataType's values, spelled out: a Literal keeps the wire as Amgix has it (its 422
+# says `literal_error`, its OpenAPI lists the values inline); a unit test holds the two equal.
+MetadataIndexType = Literal["string", "integer", "float", "boolean", "datetime"]
 LANGUAGE_TYPES = frozenset({VectorType.WMTR, VectorType.FULL_TEXT, VectorType.WHITESPACE})
 ModelName = Annotated[StrictStr, Field(min_length=1, max_length=210)]
 
@@ -140,7 +142,7 @@ NOOP_VECTOR = {"name": "noop", "type": "noop", "index_fields": ["name"]}
 
 class MetadataIndex(WireModel):
     key: Name
-    type: MetadataType
+    type: MetadataIndexType
 
 
 Vectors = Annotated[list[VectorConfig], Field(max_length=MAX_VECTORS, json_schema_extra=UNIQUE)]

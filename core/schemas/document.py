@@ -17,9 +17,9 @@ from pydantic import (
     model_validator,
 )
 
-from core.enums import DocumentStatus, IndexField, OpType
+from core.enums import DocumentStatus, IndexField, MetadataType, OpType
 from core.filters import MetadataFilterInput
-from core.metadata import RFC_3339, WRAPPER_TYPES, parse_datetime
+from core.metadata import OBJECT, RFC_3339, WRAPPER_TYPES, parse_datetime
 from core.schemas.common import (
     INTEGRAL,
     MAX_ARMS,
@@ -89,7 +89,9 @@ class Document(WireModel):
         raw = data.get("metadata") if isinstance(data, dict) else None
         if isinstance(raw, dict):
             document._datetime_keys = frozenset(
-                key for key, item in raw.items() if _is_wrapped(item) and item["type"] == "datetime"
+                key
+                for key, item in raw.items()
+                if _is_wrapped(item) and item["type"] == MetadataType.DATETIME
             )
         return document
 
@@ -143,9 +145,9 @@ def _unwrap(key: str, item: Any) -> Any:
     kind, value = item["type"], item["value"]
     if kind not in WRAPPER_TYPES:
         raise ValueError(f"metadata '{key}': type must be one of {', '.join(WRAPPER_TYPES)}")
-    if kind == "object" and value is not None and not isinstance(value, dict):
+    if kind == OBJECT and value is not None and not isinstance(value, dict):
         raise ValueError(f"metadata '{key}': an object value must be a JSON object")
-    if kind != "datetime" or value is None:
+    if kind != MetadataType.DATETIME or value is None:
         return value
     if not isinstance(value, str) or parse_datetime(value) is None:
         raise ValueError(f"metadata '{key}': datetime value must be an ISO 8601 string"[:300])

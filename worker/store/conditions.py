@@ -11,19 +11,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from core.enums import MetadataType
 from core.filters import AllOf, AnyOf, Condition, Expr, FilterOp, Negation
 from worker.store.protocol import CollectionSchema, PointFilter, StoreError
 
 C = TypeVar("C")
 TAGS = "tags"
 METADATA = "metadata"
-# metadata index type -> payload index kind (the backends map kinds to their own enums)
-INDEX_KINDS = {
-    "string": "keyword",
-    "integer": "integer",
-    "float": "float",
-    "boolean": "bool",
-    "datetime": "datetime",
+# metadata index type -> payload index kind (the backends map kinds to their own enums); read
+# with the plain strings a stored CollectionSchema holds
+INDEX_KINDS: dict[str, str] = {
+    MetadataType.STRING: "keyword",
+    MetadataType.INTEGER: "integer",
+    MetadataType.FLOAT: "float",
+    MetadataType.BOOLEAN: "bool",
+    MetadataType.DATETIME: "datetime",
 }
 _BOUNDS = {FilterOp.LT: "lt", FilterOp.GT: "gt", FilterOp.LTE: "lte", FilterOp.GTE: "gte"}
 
