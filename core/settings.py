@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from urllib.parse import urlparse
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.enums import EncoderBackend, EncoderPrecision
+
+
+def available_cores() -> int:
+    """The cores this process may run on, as `nproc` counts them: its CPU affinity, which a
+    container's cpuset narrows (os.cpu_count() is the host's)."""
+    if hasattr(os, "sched_getaffinity"):  # Linux, where Braid runs
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def default_api_processes(cores: int) -> int:
+    """Half the cores and at least two, one on one core. The engine holds the GIL, so one api
+    process uses at most one core for searches, and on two cores a second one served more of
+    both load mixes than one (docs/benchmarks.md, Search processes). The worker serves the
+    searches of an api still loading its replica."""
+    return min(max(cores // 2, 2), cores)
 
 
 class Settings(BaseSettings):
@@ -22,7 +38,10 @@ class Settings(BaseSettings):
     # api processes sharing the port (SO_REUSEPORT): one dying drops only its own requests.
     # Each answers its searches itself (worker/search_node.py): with the embedded store from a
     # replica of it fed by the worker's stream of writes, with a Qdrant server from the server.
-    api_processes: int = Field(2, ge=1)
+    # docker/entrypoint.sh exports the default for supervisord's numprocs.
+    api_processes: int = Field(
+        default_factory=lambda: default_api_processes(available_cores()), ge=1
+    )
     api_index: int = Field(1, ge=1)  # set per api process by supervisord
     header_timeout_s: float = Field(10.0, gt=0)  # a connection's request headers, in full
     body_timeout_s: float = Field(30.0, gt=0)  # each chunk of a request body
@@ -99,10 +118,6 @@ class Settings(BaseSettings):
     alt_search_key: str | None = None
 
     @property
-    def store_dir(self) -> Path:
-        return self.data_dir.resolve() / "store"
-
-    @property
     def marks_path(self) -> Path:
         """What the worker tells the search nodes on this host (worker/marks.py)."""
         return self.data_dir.resolve() / "replication.marks"
@@ -146,10 +161,14 @@ class Settings(BaseSettings):
         """Intra-op threads of one document batch: the lane's threads over its workers."""
         return max(1, self.threads_per_encoder // self.document_workers)
 
-    @property
-    def node_name(self) -> str:
-        return urlparse(self.amqp_url).hostname or "local"
-
 
 def load_settings() -> Settings:
     return Settings()
+
+
+if __name__ == "__main__":
+    # docker/entrypoint.sh asks for the default it exports when BRAID_API_PROCESSES is unset:
+    # supervisord.conf needs the number itself, for numprocs.
+    if sys.argv[1:] != ["api-processes"]:
+        sys.exit("usage: python3 -m core.settings api-processes")
+    print(default_api_processes(available_cores()))

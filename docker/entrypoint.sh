@@ -31,13 +31,11 @@ export BRAID_AMQP_URL=${BRAID_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
 export BRAID_REDIS_URL=${BRAID_REDIS_URL:-redis://127.0.0.1:6379/0}
 export BRAID_ENCODERS=${BRAID_ENCODERS:-2}
 export BRAID_ENCODER_MODELS=${BRAID_ENCODER_MODELS:-1}
-# api processes, each answering its own searches: half the cores and at least two, one on one
-# core. The engine holds the GIL, so one process uses at most one core for searches, and on two
-# cores a second one served more of both load mixes than one (docs/benchmarks.md, Search
-# processes). The worker serves the searches of an api still loading its replica.
-cores=$(nproc)
-half=$((cores / 2 > 2 ? cores / 2 : 2))
-export BRAID_API_PROCESSES=${BRAID_API_PROCESSES:-$((half < cores ? half : cores))}
+# api processes, each answering its own searches: core/settings.py owns the default (and why).
+if [[ -z ${BRAID_API_PROCESSES:-} ]]; then
+    BRAID_API_PROCESSES=$(python3 -m core.settings api-processes)
+fi
+export BRAID_API_PROCESSES
 export BRAID_EPMD_PORT=${BRAID_EPMD_PORT:-4369}
 export BRAID_RABBITMQ_DIST_PORT=${BRAID_RABBITMQ_DIST_PORT:-25672}
 # BRAID_QDRANT_URL / BRAID_QDRANT_BINARY stay unset when not given: unset means embedded store.

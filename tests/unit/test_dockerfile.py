@@ -6,12 +6,15 @@ import configparser
 import os
 import re
 import shlex
+import subprocess
 from pathlib import Path, PurePosixPath
 
 import pytest
 import yaml
 from supervisor.datatypes import RestartUnconditionally
 from supervisor.options import ServerOptions
+
+from core.settings import available_cores, default_api_processes
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "docker" / "Dockerfile"
@@ -271,6 +274,20 @@ def test_priorities_stop_the_worker_first_and_epmd_last(
 )
 def test_scripts_are_executable(path: str) -> None:
     assert os.access(REPO / path, os.X_OK), f"chmod +x {path}"
+
+
+@pytest.mark.parametrize(("given", "exported"), [(None, None), ("", None), ("5", "5")])
+def test_entrypoint_exports_the_settings_default_api_processes_unless_given(
+    tmp_path: Path, given: str | None, exported: str | None
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("BRAID_API_PROCESSES", "BRAID_RUN_AS")}
+    env["BRAID_DATA_DIR"] = str(tmp_path)
+    if given is not None:
+        env["BRAID_API_PROCESSES"] = given
+    command = [str(REPO / "docker" / "entrypoint.sh"), "printenv", "BRAID_API_PROCESSES"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    expected = exported or str(default_api_processes(available_cores()))
+    assert done.stdout == f"{expected}\n"
 
 
 def test_compose_runs_each_role_with_the_braid_image() -> None:
