@@ -33,6 +33,7 @@ from app.auth import KeyRing, required_role
 from app.context import ApiContext
 from app.metrics_sampler import SEARCH_ROUTE
 from app.services.ingest import enqueue_upserts
+from app.services.search import local_search, search
 from app.strict_json import strict_loads
 from core.schemas.common import OkResponse, check_name
 from core.schemas.document import Document
@@ -54,11 +55,6 @@ class FastRoute:
     work: Callable[[ApiContext, str, Any], Awaitable[bytes]]  # the answer's JSON
 
 
-async def _search(context: ApiContext, name: str, query: SearchQuery) -> bytes:
-    assert context.search is not None  # SEARCH.serves
-    return (await context.search.search(name, query)).model_dump_json().encode()
-
-
 async def _upsert(context: ApiContext, name: str, document: Document) -> bytes:
     await enqueue_upserts(context, name, [document])
     return OK
@@ -68,8 +64,8 @@ SEARCH = FastRoute(
     SEARCH_ROUTE,
     re.compile(r"/v1/collections/([^/]+)/search"),
     SearchQuery,
-    lambda context: context.search is not None and context.search.ready,
-    _search,
+    lambda context: local_search(context) is not None,  # else the route sends it to the queue
+    search,
 )
 UPSERT = FastRoute(
     "/v1/collections/{collection_name}/documents",

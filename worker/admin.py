@@ -34,7 +34,7 @@ from worker.indexing import Indexer, Outcome, Write
 from worker.lexstats import LexicalStats
 from worker.payload import public_document
 from worker.slots import store_schema
-from worker.store.protocol import CollectionExists, Store
+from worker.store.protocol import CollectionExists, Store, StoreReader
 from worker.vectorizer import Vectorizer
 
 
@@ -177,7 +177,7 @@ class Admin:
             raise CollectionNotFound()
 
 
-async def store_ok(store: Store) -> bool:
+async def store_ok(store: StoreReader) -> bool:
     """Whether the store answers at all (readiness)."""
     try:
         await store.list_collections()

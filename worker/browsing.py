@@ -14,13 +14,13 @@ from core.errors import InvalidInput
 from core.messages import FetchDocuments, FetchReply
 from core.schemas.collection import CollectionConfig
 from worker.filtering import point_filter
-from worker.joining import Joiner
+from worker.joining import Joiner, join_specs
 from worker.payload import public_document
-from worker.store.protocol import Store, StoredPoint
+from worker.store.protocol import StoredPoint, StoreReader
 
 
 class Browser:
-    def __init__(self, store: Store, catalog: Catalog, joiner: Joiner) -> None:
+    def __init__(self, store: StoreReader, catalog: Catalog, joiner: Joiner) -> None:
         self._store = store
         self._catalog = catalog
         self._joiner = joiner
@@ -39,7 +39,7 @@ class Browser:
         )
         documents = [_shape(p, config, request.with_vectors) for p in page.points]
         if request.join and documents:
-            await self._joiner.attach(config, documents, request.join)
+            await self._joiner.attach(config, documents, join_specs(request.join))
         return FetchReply(documents=documents, after=page.after)
 
 

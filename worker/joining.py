@@ -19,7 +19,7 @@ from core.schemas.collection import CollectionConfig
 from core.schemas.common import NAME_RE
 from worker.filtering import metadata_indexes, require_indexed
 from worker.payload import public_document
-from worker.store.protocol import PointFilter, Store
+from worker.store.protocol import PointFilter, StoreReader
 
 MAX_JOINS = 8
 MAX_CHILDREN = 10_000  # per join and request: joins are for small fan-outs
@@ -100,7 +100,7 @@ def join_specs(join: str | list[str] | None) -> list[JoinSpec]:
 
 
 class Joiner:
-    def __init__(self, store: Store, catalog: Catalog) -> None:
+    def __init__(self, store: StoreReader, catalog: Catalog) -> None:
         self._store = store
         self._catalog = catalog
 
@@ -108,11 +108,11 @@ class Joiner:
         self,
         parent: CollectionConfig,
         documents: list[dict[str, Any]],
-        join: str | list[str] | None,
+        specs: list[JoinSpec],
         exclude: Iterable[str] = (),
     ) -> None:
-        """Set `joined[child]` (a list, [] when none match) on every document, for every spec."""
-        specs = join_specs(join)
+        """Set `joined[child]` (a list, [] when none match) on every document, for every spec
+        (`join_specs` read them: a request's specs are parsed once, by its caller)."""
         if not specs:
             return
         plans = [(spec, await self._child_filter(parent, spec)) for spec in specs]

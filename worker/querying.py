@@ -27,7 +27,7 @@ from worker.planning import (
     plan_retrievers,
     store_ranks,
 )
-from worker.store.protocol import ArmHit, ArmQuery, PointFilter, Store, StoredPoint
+from worker.store.protocol import ArmHit, ArmQuery, PointFilter, StoredPoint, StoreReader
 from worker.vectorizer import Vectorizer, custom_query_vector
 
 
@@ -44,34 +44,32 @@ class _Round:
 class Searcher:
     def __init__(
         self,
-        store: Store,
+        store: StoreReader,
         vectorizer: Vectorizer,
         catalog: Catalog,
         recorder: Recorder | None = None,
     ) -> None:
         self._store = store
         self._vectorizer = vectorizer
-        self._catalog = catalog
         self._joiner = Joiner(store, catalog)
         self._recorder = recorder or Recorder()  # per-stage time (SEARCH_STAGE_SECONDS)
 
     async def search(
-        self, collection: str, query: SearchQuery, config: CollectionConfig | None = None
+        self, collection: str, query: SearchQuery, config: CollectionConfig
     ) -> SearchResponse:
-        """`config`, when the caller read it already, must be the catalog's current one."""
+        """`config`: the collection's, as worker/searching.py looked it up."""
         started = time.perf_counter()
-        if config is None:
-            config = await self._catalog.require(collection)
         arms = plan_arms(config, query)
         where = point_filter(
             config, query.metadata_filter, query.document_tags, query.document_tags_match_all
         )
         if query.group_field:
             require_indexed(config, query.group_field, "group_field")
-        join_specs(query.join)  # a bad spec is a 400 even when nothing matches
+        joins = join_specs(query.join)  # here, not after: a bad spec is a 400 even when
+        # nothing matches; parsed once, and `attach` takes the specs
         results, facets = await self._ranked(collection, config, arms, where, query)
-        if query.join and results:
-            await self._joiner.attach(config, results, query.join, query.exclude or [])
+        if joins and results:
+            await self._joiner.attach(config, results, joins, query.exclude or [])
         # After the join: a join keyed on `$.meta.<key>` reads metadata the answer may leave out.
         for result in results:
             for excluded in query.exclude or []:

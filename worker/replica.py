@@ -13,6 +13,7 @@ made after the optimize would wait for the whole copy, and after a bulk load a c
 BRAID_REPLICA_WAIT_S (a 503).
 A search waits until the replica holds the newest write a client was told succeeded
 (`caught_up`), so a search process never answers from an older state than a client saw.
+The replica is also the search node's StoreReader: each read goes to the copy in use.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from core.names import REPLICATION_EXCHANGE, WORKER_RPC_QUEUE
 from core.retry import reconnect_delay_s
 from worker.replication import Position, Written
 from worker.store.edge import EdgeStore
+from worker.store.protocol import StoreWriter
+from worker.store.read_through import ReadThrough
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,9 @@ class _Refresh:
     again: bool = False  # another optimize finished meanwhile: the copy may predate it
 
 
-class Replica:
+class Replica(ReadThrough):
+    """A replica, and the StoreReader of a search node: its reads go to the copy held now."""
+
     def __init__(self, root: Path, bus: Bus, apply_delay_s: float = 0.0) -> None:
         self._root = root
         self._bus = bus
@@ -80,6 +85,9 @@ class Replica:
     @property
     def position(self) -> Position | None:
         return self._position
+
+    def _reader(self) -> EdgeStore:
+        return self.store
 
     async def start(self) -> None:
         """Listen to the stream, then copy the store; returns once the first copy is loaded."""
@@ -174,7 +182,7 @@ class Replica:
             self._applied.notify_all()
         return True
 
-    async def _write(self, store: EdgeStore, written: Written) -> None:
+    async def _write(self, store: StoreWriter, written: Written) -> None:
         name = written.collection
         if written.op == "create":
             await store.create_collection(name, written.store_schema())

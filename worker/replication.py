@@ -29,18 +29,8 @@ from core.names import REPLICATION_EXCHANGE, RedisKeys
 from core.vectors import SparseVector
 from worker.marks import Marks
 from worker.store.edge import EdgeStore
-from worker.store.protocol import (
-    ArmHit,
-    ArmQuery,
-    CollectionMissing,
-    CollectionSchema,
-    PointFilter,
-    PointWrite,
-    ScrollPage,
-    StoredPoint,
-    StoreInfo,
-    SummedRanking,
-)
+from worker.store.protocol import CollectionMissing, CollectionSchema, PointWrite, StoreWriter
+from worker.store.read_through import ReadThrough
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +74,8 @@ class Written(BaseModel):
         return CollectionSchema.from_dict(self.collection_schema or {})
 
 
-class Replicator:
-    """The worker's store, broadcasting each write it makes (the Store protocol, delegated)."""
+class Replicator(ReadThrough, StoreWriter):
+    """The worker's store (a Store): each write applied, then broadcast; reads are the store's."""
 
     def __init__(self, store: EdgeStore, bus: Bus, redis: Redis, marks: Marks) -> None:
         self._store = store
@@ -185,42 +175,10 @@ class Replicator:
         except Exception as exc:  # the write itself is done; the replicas will notice the gap
             log.warning("could not broadcast %s %d:%d to the searchers: %s", op, epoch, seq, exc)
 
-    # --- everything else: the store's own ---
+    # --- reads (ReadThrough), housekeeping and close: the store's own ---
 
-    async def collection_exists(self, name: str) -> bool:
-        return await self._store.collection_exists(name)
-
-    async def list_collections(self) -> list[str]:
-        return await self._store.list_collections()
-
-    async def describe(self) -> StoreInfo:
-        return await self._store.describe()
-
-    async def retrieve(
-        self, name: str, doc_ids: list[str], with_vectors: bool = False
-    ) -> dict[str, StoredPoint]:
-        return await self._store.retrieve(name, doc_ids, with_vectors)
-
-    async def count(self, name: str) -> int:
-        return await self._store.count(name)
-
-    async def scroll(
-        self,
-        name: str,
-        filter: PointFilter | None,
-        after: str | None,
-        limit: int,
-        with_vectors: bool = False,
-    ) -> ScrollPage:
-        return await self._store.scroll(name, filter, after, limit, with_vectors)
-
-    async def query_arms(self, name: str, arms: list[ArmQuery]) -> list[list[ArmHit]]:
-        return await self._store.query_arms(name, arms)
-
-    async def query_summed(
-        self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
-    ) -> SummedRanking:
-        return await self._store.query_summed(name, arms, weights, top)
+    def _reader(self) -> EdgeStore:
+        return self._store
 
     async def maintain(self, name: str) -> None:
         await self._store.maintain(name)

@@ -19,66 +19,30 @@ import gc
 import logging
 import os
 import time
-from typing import cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from core.bus import Bus
 from core.catalog import Catalog
-from core.enums import UnavailableReason
-from core.errors import Unavailable
 from core.heartbeats import SEARCH_NODE_BEAT_S, SearchNodeBeat
 from core.lifecycle import Periodic
 from core.messages import SearchRequest
 from core.metrics import Recorder
 from core.names import SEARCH_QUEUE, RedisKeys
-from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
 from worker.marks import Marks
 from worker.querying import Searcher
 from worker.replica import Replica
-from worker.replication import Position
+from worker.searching import SearchService
 from worker.store import open_store
-from worker.store.protocol import Store
+from worker.store.protocol import StoreReader
 from worker.vectorizer import Vectorizer
 
 log = logging.getLogger(__name__)
 SEARCH_PRIORITY = 10  # the worker consumes at 0
 SEARCH_CONCURRENCY = 32
-
-
-class _ReplicaStore:
-    """The Store of whichever copy the replica holds now (it changes when it copies again)."""
-
-    def __init__(self, replica: Replica) -> None:
-        self._replica = replica
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._replica.store, name)
-
-
-class _Configs:
-    """Each collection's parsed config, kept while the catalog's generation stays the same."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._generation = -1
-        self._kept: dict[str, CollectionConfig] = {}
-
-    async def get(self, name: str, generation: int) -> CollectionConfig:
-        """`generation`: read from the marks before this call (a config read after it is at
-        least that new). CollectionNotFound for a collection the catalog lacks."""
-        if generation != self._generation:
-            self._kept.clear()
-            self._generation = generation
-        config = self._kept.get(name)
-        if config is None:
-            config = await self._catalog.require(name)
-            if generation == self._generation:  # no newer generation came while it was read
-                self._kept[name] = config
-        return config
 
 
 class SearchNode:
@@ -90,7 +54,7 @@ class SearchNode:
         bus: Bus,
         redis: Redis,
         recorder: Recorder,
-        store: Store,
+        store: StoreReader,
         replica: Replica | None,
     ) -> None:
         self._settings = settings
@@ -99,12 +63,10 @@ class SearchNode:
         self._store = store
         self._replica = replica
         catalog = Catalog(redis)
-        self._configs = _Configs(catalog)
-        self._marks: Marks | None = None  # opened with the replica's first copy
         vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        self._searcher = Searcher(store, vectorizer, catalog, recorder)
+        searcher = Searcher(store, vectorizer, catalog, recorder)
+        self._service = SearchService(settings, searcher, catalog, replica)
         self._served = 0
-        self._loaded = replica is None
         self._loading: asyncio.Task[None] | None = None
         self._heartbeat = Periodic("search heartbeat", SEARCH_NODE_BEAT_S, self._beat)
 
@@ -117,12 +79,12 @@ class SearchNode:
             store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
             return cls(settings, bus, redis, recorder, store, None)
         replica = Replica(settings.replica_dir, bus, settings.replica_apply_delay_ms / 1000)
-        return cls(settings, bus, redis, recorder, cast(Store, _ReplicaStore(replica)), replica)
+        return cls(settings, bus, redis, recorder, replica, replica)
 
     @property
     def ready(self) -> bool:
         """Whether searches can be answered here (the replica's first copy is loaded)."""
-        return self._loaded
+        return self._service.ready
 
     def start(self) -> None:
         """Load the replica in the background: the api serves everything else meanwhile."""
@@ -136,8 +98,7 @@ class SearchNode:
             self._loading.cancel()
             await asyncio.gather(self._loading, return_exceptions=True)
         await self._heartbeat.stop()
-        if self._marks is not None:
-            self._marks.close()
+        self._service.close()
         if self._replica is not None:
             await self._replica.close()
         else:
@@ -146,42 +107,16 @@ class SearchNode:
             await self._redis.hdel(RedisKeys.searchers(), str(self._settings.api_index))
 
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
-        if self._replica is None:
-            response = await self._searcher.search(collection, query)
-        else:
-            if self._marks is None:
-                raise Unavailable(
-                    "this search process is still loading its copy of the store; retry shortly",
-                    self._settings.retry_after_s,
-                    UnavailableReason.STARTING,
-                )
-            visible, generation = self._marks.read()
-            position = None if visible is None else Position(*visible)
-            if not await self._replica.caught_up(position, self._settings.replica_wait_s):
-                raise self._behind(position)
-            config = await self._configs.get(collection, generation)
-            response = await self._searcher.search(collection, query, config)
+        """The api's fast path and route, and this node's search queue consumer, all ask here."""
+        response = await self._service.search(collection, query)
         self._served += 1
         return response
-
-    def _behind(self, visible: Position | None) -> Unavailable:
-        """The 503 of a replica that did not reach the newest acknowledged write in time."""
-        assert self._replica is not None
-        held = self._replica.position
-        return Unavailable(
-            f"this search process's replica has not yet applied the newest acknowledged write "
-            f"(it holds {held.text() if held else 'none'}, the write is at "
-            f"{visible.text() if visible else 'none'}); retry shortly",
-            self._settings.retry_after_s,
-            UnavailableReason.REPLICA_BEHIND,
-        )
 
     async def _load(self) -> None:
         if self._replica is not None:
             await self._replica.start()  # retries until the worker answers
             # The worker made its marks before it answered the copy.
-            self._marks = Marks.read_only(self._settings.marks_path)
-            self._loaded = True
+            self._service.loaded(Marks.read_only(self._settings.marks_path))
         # What the process holds from here on lives as long as it does: the collector stops
         # walking it, which a full collection did every few hundred searches (each search makes
         # hundreds of short-lived records).

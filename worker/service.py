@@ -45,6 +45,7 @@ from worker.marks import Marks
 from worker.querying import Searcher
 from worker.reaper import Reaper
 from worker.replication import Replicator
+from worker.searching import SearchService
 from worker.store import open_store
 from worker.store.edge import EdgeStore
 from worker.store.protocol import Store
@@ -84,7 +85,8 @@ class WorkerService:
         indexer = Indexer(
             store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis), self._recorder
         )
-        self._searcher = Searcher(store, self._vectorizer, catalog, self._recorder)
+        searcher = Searcher(store, self._vectorizer, catalog, self._recorder)
+        self._searches = SearchService(settings, searcher, catalog)  # the store's owner: no wait
         browser = Browser(store, catalog, Joiner(store, catalog))
         self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats, browser)
         self._consumer = DocumentConsumer(
@@ -159,7 +161,7 @@ class WorkerService:
         await self._redis.aclose()
 
     async def _search(self, request: SearchRequest) -> SearchResponse:
-        return await self._searcher.search(request.collection, request.query)
+        return await self._searches.search(request.collection, request.query)
 
     async def _call(self, call: WorkerCall) -> BaseModel:
         """The admin RPCs; after each, the replicas must hold what it wrote before a search

@@ -39,6 +39,7 @@ RequestTimestamp = Annotated[
 ]
 
 
+# Normally shadowed: app/fast_routes.py answers first and passes on what it can't serve here.
 @router.post("", response_model=OkResponse)
 async def upsert_document(
     collection_name: CollectionName, document: Document, ctx: Context

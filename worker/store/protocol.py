@@ -1,4 +1,4 @@
-"""The Store protocol: every store operation the worker needs, in store-neutral types."""
+"""The Store protocols, in store-neutral types: what readers need, what the writer needs, both."""
 
 from __future__ import annotations
 
@@ -148,14 +148,9 @@ class StoreLocked(StoreError):
     """The embedded store's folder is owned by another worker process."""
 
 
-class Store(Protocol):
-    """What the worker asks of a vector store. Every write is durable when it returns."""
-
-    async def create_collection(self, name: str, schema: CollectionSchema) -> None:
-        """Create an empty collection; CollectionExists if it is there already."""
-
-    async def delete_collection(self, name: str) -> None:
-        """Drop the collection and its data; no error if it is absent."""
+class StoreReader(Protocol):
+    """What searches, browsing and fetches ask of a vector store: queries, and a close for
+    whoever opened it (an api's search node holds only this: worker/replica.py)."""
 
     async def collection_exists(self, name: str) -> bool: ...
 
@@ -163,16 +158,6 @@ class Store(Protocol):
 
     async def describe(self) -> StoreInfo:
         """Which engine this is and its version (GET /v1/system/info)."""
-
-    async def upsert(self, name: str, points: list[PointWrite]) -> None:
-        """Insert or replace whole points (payload and every vector)."""
-
-    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
-        """Replace stored points' payloads (by document id), keeping their vectors untouched;
-        StoreError if one is absent (those before it in `payloads` may be replaced already)."""
-
-    async def delete(self, name: str, doc_ids: list[str]) -> None:
-        """Delete points by document id; absent ids are ignored."""
 
     async def retrieve(
         self, name: str, doc_ids: list[str], with_vectors: bool = False
@@ -200,10 +185,35 @@ class Store(Protocol):
         """The arms' candidates ranked as `summed_ranking` ranks their hits, with the stored
         points of the first `top`: one retriever's search in one query where the engine sums."""
 
+    async def close(self) -> None: ...
+
+
+class StoreWriter(Protocol):
+    """What the worker's writes ask of a vector store (and what a replica applies of the
+    stream). Every write is durable when it returns."""
+
+    async def create_collection(self, name: str, schema: CollectionSchema) -> None:
+        """Create an empty collection; CollectionExists if it is there already."""
+
+    async def delete_collection(self, name: str) -> None:
+        """Drop the collection and its data; no error if it is absent."""
+
+    async def upsert(self, name: str, points: list[PointWrite]) -> None:
+        """Insert or replace whole points (payload and every vector)."""
+
+    async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
+        """Replace stored points' payloads (by document id), keeping their vectors untouched;
+        StoreError if one is absent (those before it in `payloads` may be replaced already)."""
+
+    async def delete(self, name: str, doc_ids: list[str]) -> None:
+        """Delete points by document id; absent ids are ignored."""
+
     async def empty(self, name: str) -> None:
         """Remove every point, keep the collection and its schema."""
 
     async def maintain(self, name: str) -> None:
         """Housekeeping after writes (the embedded engine optimizes here); cheap when idle."""
 
-    async def close(self) -> None: ...
+
+class Store(StoreReader, StoreWriter, Protocol):
+    """The whole store, as the worker that owns it uses it: both backends are one."""

@@ -176,3 +176,23 @@ async def test_a_copy_that_lacks_writes_too_many_to_keep_is_taken_again(
         assert await replica.store.count(COLLECTION) == 2
     finally:
         await replica.close()
+
+
+async def test_a_replica_reads_from_the_copy_it_holds_now(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = Replica(tmp_path / "replica", cast(Bus, worker))
+    with pytest.raises(RuntimeError):  # a search node serves nothing before its first copy
+        await replica.count(COLLECTION)
+    await replica.start()
+    try:
+        assert await replica.list_collections() == [COLLECTION]
+        await worker.optimized()
+        await wait_for(lambda: replica.copies_taken == 2)
+        written = await worker.upsert("second")
+        assert await replica.caught_up(written, timeout_s=2.0)
+        got = await replica.retrieve(COLLECTION, ["first", "second"])  # the new copy's
+        assert sorted(got) == ["first", "second"]
+        assert await replica.count(COLLECTION) == await replica.store.count(COLLECTION) == 2
+    finally:
+        await replica.close()
