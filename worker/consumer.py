@@ -166,7 +166,9 @@ class DocumentConsumer:
                 await self._indexer.apply(collection, [_write(m)])
             except Exception as exc:  # this write alone fails: retry it, then mark it failed
                 log.warning("write %s of %s failed: %s", m.queue_id, m.doc_id, _reason(exc))
-                await self._retry_or_fail(collection, [(raw, m)], live, _reason(exc))
+                await self._retry_or_fail(
+                    collection, [(raw, m)], live, _reason(exc), _transient(exc)
+                )
             else:
                 await self._finish(collection, [(raw, m)])
 
