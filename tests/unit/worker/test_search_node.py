@@ -221,11 +221,16 @@ class Fixture:
         self.bus.node = self.node
         self.searcher = searchers[-1]  # the one the node built
 
-    async def loaded(self) -> None:
-        """Let the replica's first copy in; return once the node consumes the queue."""
+    async def loading(self) -> None:
+        """Return once the started node's replica is taking its first copy."""
         assert self.replica is not None
         async with asyncio.timeout(BOUND_S):
             await self.replica.entered.wait()
+
+    async def loaded(self) -> None:
+        """Let the replica's first copy in; return once the node consumes the queue."""
+        assert self.replica is not None
+        await self.loading()
         self.replica.release.set()
         async with asyncio.timeout(BOUND_S):
             await self.bus.serving.wait()
@@ -261,8 +266,7 @@ async def test_a_node_answers_503_starting_until_its_replicas_first_copy_is_load
     assert not node.ready
     node.start()
     try:
-        async with asyncio.timeout(BOUND_S):
-            await replica.entered.wait()
+        await built.loading()
         assert not node.ready  # loading
         with pytest.raises(Unavailable) as raised:
             await node.search("books", QUERY)
@@ -285,8 +289,7 @@ async def test_it_consumes_the_search_queue_only_once_ready_and_ahead_of_the_wor
     assert replica is not None
     node.start()
     try:
-        async with asyncio.timeout(BOUND_S):
-            await replica.entered.wait()
+        await built.loading()
         assert built.bus.served == []  # the worker serves the queue while this node loads
         await built.loaded()
         assert built.bus.served == [
@@ -416,8 +419,7 @@ async def test_close_while_loading_cancels_the_load_and_never_consumes_the_queue
     node, replica = built.node, built.replica
     assert replica is not None
     node.start()
-    async with asyncio.timeout(BOUND_S):
-        await replica.entered.wait()
+    await built.loading()
     async with asyncio.timeout(BOUND_S):  # a load left running would hold close forever
         await node.close()
     assert replica.start_cancelled and replica.closed
