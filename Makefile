@@ -24,7 +24,7 @@ test: install lint image
 
 lint:
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m mypy core worker encoder app harness loader bench
+	$(PYTHON) -m mypy core store search worker encoder app harness loader bench
 
 unit:
 	$(PYTHON) -m pytest tests/unit -q

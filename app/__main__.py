@@ -1,5 +1,5 @@
 """Entry point: `python -m app` (one of BRAID_API_PROCESSES processes sharing the port), with
-the search node that answers this process's searches. The one place app/ imports worker/."""
+the search node that answers this process's searches (search/node.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 from app.main import create_app
 from app.server import serve
 from core.settings import load_settings
-from worker.search_node import SearchNode
+from search.node import SearchNode
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from core.settings import Settings
 
 
 class LocalSearch(Protocol):
-    """The query pipeline in this process (worker.search_node.SearchNode; app/__main__.py plugs
+    """The query pipeline in this process (search.node.SearchNode; app/__main__.py plugs
     it in, so the rest of app/ never imports worker/)."""
 
     @property

@@ -29,12 +29,12 @@ from pydantic import BaseModel, ValidationError
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.auth import KeyRing, required_role
 from app.context import ApiContext
-from app.metrics_sampler import SEARCH_ROUTE
+from app.http.auth import KeyRing, required_role
+from app.http.strict_json import strict_loads
+from app.metrics.sampler import SEARCH_ROUTE
 from app.services.ingest import enqueue_upserts
 from app.services.search import local_search, search
-from app.strict_json import strict_loads
 from core.schemas.common import OkResponse, check_name
 from core.schemas.document import Document
 from core.schemas.search import SearchQuery

@@ -8,17 +8,17 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app import dashboard
-from app.apidocs import install_api_docs
-from app.auth import KeyRing, authorize
 from app.context import ApiContext, OpenSearch
-from app.errors import install_error_handlers
 from app.fast_routes import FastRoutes
-from app.limits import RequestLimits
-from app.metrics_sampler import MetricsSampler, RequestMetrics, cluster_counters
-from app.openapi import ERROR_RESPONSES, install_openapi, operation_id
+from app.http.apidocs import install_api_docs
+from app.http.auth import KeyRing, authorize
+from app.http.errors import install_error_handlers
+from app.http.limits import RequestLimits
+from app.http.openapi import ERROR_RESPONSES, install_openapi, operation_id
+from app.http.shutdown import CancelledAs503
+from app.http.unavailable import UnavailableAnswers
+from app.metrics.sampler import MetricsSampler, RequestMetrics, cluster_counters
 from app.routes import collections, documents, health, metrics, search, system
-from app.shutdown import CancelledAs503
-from app.unavailable import UnavailableAnswers
 from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
@@ -67,7 +67,7 @@ def create_app(settings: Settings, open_search: OpenSearch | None = None) -> Fas
         dependencies=[Depends(authorize)],
         responses=ERROR_RESPONSES,
         generate_unique_id_function=operation_id,
-        docs_url=None,  # app.apidocs serves /docs and /redoc without a CDN
+        docs_url=None,  # app.http.apidocs serves /docs and /redoc without a CDN
         redoc_url=None,
     )
     app.state.keys = KeyRing(settings)

@@ -3,7 +3,7 @@
 Every api process binds the port with SO_REUSEPORT, so the kernel spreads connections over them
 and a process that dies drops only its own connections. A connection must send its request
 headers within `header_timeout_s` (uvicorn bounds only idle keep-alive time), so half-open
-connections cannot pile up; the body read timeout lives in app.limits.
+connections cannot pile up; the body read timeout lives in app.http.limits.
 
 An answer leaves in one system call: uvicorn writes the status line and headers, then the body,
 and uvloop sends each write at once, so every answer cost two writes and reached the client as

@@ -28,7 +28,7 @@ from bench import workload
 from bench.ceiling import cpu, traffic
 from bench.soak.memory import program_pids
 from harness.stack import DEFAULT_ENV, Stack
-from worker.store.edge_optimize import OPTIMIZING
+from store.edge.optimize import OPTIMIZING
 
 WARMUP_S = 10.0
 OPTIMIZE_WAIT_S = 600.0

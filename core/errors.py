@@ -1,4 +1,4 @@
-"""One error hierarchy for every process; app/errors.py maps it to HTTP."""
+"""One error hierarchy for every process; app/http/errors.py maps it to HTTP."""
 
 from __future__ import annotations
 

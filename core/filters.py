@@ -73,7 +73,7 @@ _CONDITION_KEYS = frozenset({"key", "op", "value"})
 _ORDERED_TYPES = frozenset({MetadataType.INTEGER, MetadataType.FLOAT, MetadataType.DATETIME})
 
 
-# The error type of a filter refused for its depth: its 422 leaves the filter out (app.errors).
+# The error type of a filter refused for its depth: its 422 leaves the filter out (app.http.errors).
 TOO_DEEP = "filter_too_deep"
 
 

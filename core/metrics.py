@@ -4,7 +4,8 @@ Every metric is declared here once, Prometheus-style: counters end in `_total`, 
 histograms in seconds, labels are fixed per metric. A process records into its own `Recorder`
 (plain numbers in memory, absolute since the process started); a `MetricsPublisher` writes the
 recorder's state to one Redis hash under the process's node id about once a second, and the api
-renders every node's state as Prometheus text (`app/prometheus.py`), adding `node` and `role`.
+renders every node's state as Prometheus text (`app/metrics/prometheus.py`), adding `node` and
+`role`.
 Values stay exact: counts are integers, sums are floats printed in full.
 """
 

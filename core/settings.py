@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     port: int = 8234
     log_level: str = "info"
     # api processes sharing the port (SO_REUSEPORT): one dying drops only its own requests.
-    # Each answers its searches itself (worker/search_node.py): with the embedded store from a
+    # Each answers its searches itself (search/node.py): with the embedded store from a
     # replica of it fed by the worker's stream of writes, with a Qdrant server from the server.
     # docker/entrypoint.sh exports the default for supervisord's numprocs.
     api_processes: int = Field(
@@ -119,7 +119,7 @@ class Settings(BaseSettings):
 
     @property
     def marks_path(self) -> Path:
-        """What the worker tells the search nodes on this host (worker/marks.py)."""
+        """What the worker tells the search nodes on this host (store/replication/marks.py)."""
         return self.data_dir.resolve() / "replication.marks"
 
     @property

@@ -29,13 +29,13 @@ from core.messages import (
     WorkerCall,
 )
 from core.schemas.collection import CollectionConfig, VectorConfig
+from store.payload import public_document
+from store.protocol import CollectionExists, Store, StoreReader
+from store.slots import store_schema
+from store.vectorizer import Vectorizer
 from worker.browsing import Browser, vector_data
 from worker.indexing import Indexer, Outcome, Write
 from worker.lexstats import LexicalStats
-from worker.payload import public_document
-from worker.slots import store_schema
-from worker.store.protocol import CollectionExists, Store, StoreReader
-from worker.vectorizer import Vectorizer
 
 
 class Admin:

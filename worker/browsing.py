@@ -13,10 +13,10 @@ from core.catalog import Catalog
 from core.errors import InvalidInput
 from core.messages import FetchDocuments, FetchReply
 from core.schemas.collection import CollectionConfig
-from worker.filtering import point_filter
-from worker.joining import Joiner, join_specs
-from worker.payload import public_document
-from worker.store.protocol import StoredPoint, StoreReader
+from search.filtering import point_filter
+from search.joining import Joiner, join_specs
+from store.payload import public_document
+from store.protocol import StoredPoint, StoreReader
 
 
 class Browser:

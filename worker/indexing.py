@@ -15,12 +15,12 @@ from core.metrics import DOCUMENT_TEXTS_EMBEDDED, DOCUMENT_WRITES, Recorder
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vector_input import check_top_k, document_vectors
+from store.payload import stored_hashes, stored_lengths, stored_micros, to_payload
+from store.protocol import PointWrite, Store, StoredPoint, VectorValue
+from store.slots import Slot, slots
+from store.vectorizer import Vectorizer, lexical_document
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
-from worker.payload import stored_hashes, stored_lengths, stored_micros, to_payload
-from worker.slots import Slot, slots
-from worker.store.protocol import PointWrite, Store, StoredPoint, VectorValue
-from worker.vectorizer import Vectorizer, lexical_document
 
 
 class Outcome(StrEnum):

@@ -34,22 +34,22 @@ from core.schemas.search import SearchResponse
 from core.settings import Settings
 from core.topology import topology
 from core.watchdog import Watchdog
+from search.joining import Joiner
+from search.querying import Searcher
+from search.searching import SearchService
+from store.backends import open_store
+from store.edge.store import EdgeStore
+from store.protocol import Store
+from store.replication.marks import Marks
+from store.replication.replicator import Replicator
+from store.vectorizer import Vectorizer
 from worker.admin import Admin, store_ok
 from worker.browsing import Browser
 from worker.consumer import BATCHES_IN_FLIGHT, DocumentConsumer
 from worker.indexing import Indexer
-from worker.joining import Joiner
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
-from worker.marks import Marks
-from worker.querying import Searcher
 from worker.reaper import Reaper
-from worker.replication import Replicator
-from worker.searching import SearchService
-from worker.store import open_store
-from worker.store.edge import EdgeStore
-from worker.store.protocol import Store
-from worker.vectorizer import Vectorizer
 
 log = logging.getLogger(__name__)
 # Within the process's stop bound (core.lifecycle): the batch in hand, then RPCs in flight.
@@ -121,7 +121,7 @@ class WorkerService:
         return cls(settings, bus, redis, replicator, replicator, marks)
 
     async def start(self) -> None:
-        # The api processes answer their own searches (worker/search_node.py); one still loading
+        # The api processes answer their own searches (search/node.py); one still loading
         # its replica sends them here, and the loaded ones take them at a higher priority.
         await self._bus.serve(SEARCH_QUEUE, SearchRequest, self._search, concurrency=32)
         await self._bus.serve(WORKER_RPC_QUEUE, WorkerCall, self._call, concurrency=16)

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from app.deps import CollectionName, Context
+from app.http.strict_json import StrictJSONRoute
 from app.services.worker import call_worker, require_collection
-from app.strict_json import StrictJSONRoute
 from core.ledger import FailedWrite
 from core.messages import (
     Ack,

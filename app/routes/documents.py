@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from app.deps import CollectionName, Context, DocumentIdPath
+from app.http.strict_json import StrictJSONRoute
 from app.services.export import export_filename, export_stream, fetch_page
 from app.services.ingest import enqueue_delete, enqueue_upserts
 from app.services.validation import check_document
 from app.services.worker import call_worker, require_collection
-from app.strict_json import StrictJSONRoute
 from core.enums import DocumentStatus
 from core.errors import NotFound
 from core.messages import Ack, DocumentReply, GetDocument, SyncDelete, SyncUpsert

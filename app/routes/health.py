@@ -7,8 +7,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from app.deps import Context
+from app.http.strict_json import StrictJSONRoute
 from app.services.readiness import ReadyResponse, judge, observe
-from app.strict_json import StrictJSONRoute
 from core.schemas.common import OkResponse
 
 VERSION = "0.1.0"

@@ -10,14 +10,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
-from app import metrics_views as views
-from app import prometheus
 from app.deps import Context
-from app.metrics_definitions import DEFINITIONS
-from app.metrics_models import MetricDefinitionItem, Metrics, MetricTrend
-from app.metrics_sampler import cluster_counters, cluster_series
-from app.metrics_store import CLUSTER, RETAIN_S, SLOT_S, MetricsStore, slot_of
-from app.strict_json import StrictJSONRoute
+from app.http.strict_json import StrictJSONRoute
+from app.metrics import prometheus, views
+from app.metrics.definitions import DEFINITIONS
+from app.metrics.models import MetricDefinitionItem, Metrics, MetricTrend
+from app.metrics.sampler import cluster_counters, cluster_series
+from app.metrics.store import CLUSTER, RETAIN_S, SLOT_S, MetricsStore, slot_of
 from core.metrics_publish import read_nodes
 
 router = APIRouter(prefix="/v1/metrics", tags=["metrics"], route_class=StrictJSONRoute)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.deps import CollectionName, Context
+from app.http.strict_json import StrictJSONRoute
 from app.services.search import search
-from app.strict_json import StrictJSONRoute
 from core.schemas.search import SearchQuery, SearchResponse
 
 router = APIRouter(

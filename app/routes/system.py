@@ -6,9 +6,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.deps import Context
+from app.http.strict_json import StrictJSONRoute
 from app.routes.health import VERSION
 from app.services.worker import call_worker
-from app.strict_json import StrictJSONRoute
 from core.messages import SystemInfo, SystemInfoReply
 
 router = APIRouter(prefix="/v1/system", tags=["system"], route_class=StrictJSONRoute)

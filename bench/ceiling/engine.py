@@ -1,7 +1,7 @@
 """The engine alone: the exact query a search node sends for a search, run directly against the
 collection's shard with qdrant-edge in this process, in 1 and N threads.
 
-The requests are built with Braid's own code (worker.planning's arms and candidate window,
+The requests are built with Braid's own code (search.planning's arms and candidate window,
 core.lexical's query vectors with each slot's parameters, edge_convert's summed query with IDF as
 the store counts it), so the engine answers the same question Braid asks; the top 10 of each
 answer is compared with Braid's over HTTP to prove it. The arms' batch a search node sent before
@@ -28,13 +28,12 @@ from core.enums import FusionMode
 from core.lexical import query_vector
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery
-from worker.filtering import point_filter
-from worker.fusion import Retriever, fuse
-from worker.planning import candidate_window, plan_arms, plan_retrievers
-from worker.store import edge_convert as convert
-from worker.store import edge_folder as folder
-from worker.store.ids import DOC_ID_KEY
-from worker.store.protocol import ArmQuery, CollectionSchema
+from search.filtering import point_filter
+from search.fusion import Retriever, fuse
+from search.planning import candidate_window, plan_arms, plan_retrievers
+from store.edge import convert, folder
+from store.ids import DOC_ID_KEY
+from store.protocol import ArmQuery, CollectionSchema
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class Planned:
 
 
 def plan(config: CollectionConfig, body: dict[str, object], trigrams: bool = True) -> Planned:
-    """The arm queries of a search body, as worker.querying.Searcher builds them (lexical arms);
+    """The arm queries of a search body, as search.querying.Searcher builds them (lexical arms);
     without `trigrams`, WMTR query vectors keep their words only (what those terms cost)."""
     query = SearchQuery.model_validate(body)
     arms = plan_arms(config, query)
@@ -79,7 +78,7 @@ class Compiled:
     batch: qe.QueryBatchRequest
     top_points: list[int | UUID | str]  # the engine's point ids, as retrieve takes them
     top_docs: list[str]
-    fused_docs: list[str]  # the top of the arms' batch, fused as worker.fusion does
+    fused_docs: list[str]  # the top of the arms' batch, fused as search.fusion does
 
 
 def compile_all(

@@ -28,7 +28,7 @@ from bench.soak.memory import program_pids
 from core.bus import Bus
 from core.schemas.collection import CollectionConfig
 from harness.stack import Stack
-from worker.store.edge_optimize import OPTIMIZING
+from store.edge.optimize import OPTIMIZING
 
 CONFIG = "keyword"
 BASE = f"/v1/collections/{workload.COLLECTION}"

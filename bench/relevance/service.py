@@ -96,7 +96,7 @@ class Braid:
     async def settle(self, name: str, queries: list[Query]) -> None:
         """Before measured searches: the worker's optimize of the fresh collection done (its
         CPU would count as the searches'), and one unmeasured pass of the queries at limit 100,
-        so each process has met the points they find (worker/store/ids.py), as in a service that
+        so each process has met the points they find (store/ids.py), as in a service that
         has run a while."""
         await settle(self.stack.data_dir / "store", self.say, name)
         await self.search_all(name, queries, {"exclude": ["content"]}, 100)

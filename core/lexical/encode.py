@@ -116,7 +116,7 @@ def document_length(text: str, params: LexicalParams) -> int:
 @lru_cache(maxsize=64)
 def _query_counts(text: str, params: LexicalParams) -> _Counts:
     """A query's counts, kept a moment: a search asks for one vector's query vector once per
-    trigram weight (worker.planning: its main field's arm has trigrams, the others not).
+    trigram weight (search.planning: its main field's arm has trigrams, the others not).
     Read only: the same object goes to every caller."""
     return _count(text, params)
 

@@ -11,9 +11,9 @@ import pytest_asyncio
 from qdrant_client import AsyncQdrantClient
 
 from core.vectors import SparseVector
-from worker.store.edge import EdgeStore
-from worker.store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot, Store
-from worker.store.server import ServerStore
+from store.edge.store import EdgeStore
+from store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot, Store
+from store.server import ServerStore
 
 COLLECTION = "docs"
 # "lex" gets IDF at query time, "raw" does not: the pair lets a test show IDF decides an order.

@@ -15,13 +15,13 @@ import pytest
 from redis.asyncio import Redis
 
 from core.bus import Bus
+from store.edge import convert as edge_convert
+from store.edge.store import EdgeStore
+from store.ids import DocIds
+from store.protocol import ArmQuery, CollectionMissing, StoreError, StoreLocked
+from store.replication.marks import Marks
+from store.replication.replicator import Position, Replicator
 from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
-from worker.marks import Marks
-from worker.replication import Position, Replicator
-from worker.store import edge_convert
-from worker.store.edge import EdgeStore
-from worker.store.ids import DocIds
-from worker.store.protocol import ArmQuery, CollectionMissing, StoreError, StoreLocked
 
 pytestmark = pytest.mark.asyncio
 
@@ -117,7 +117,7 @@ async def test_edge_maintain_optimizes_and_queries_return_the_same(
         await edge.delete(COLLECTION, [f"d{i}" for i in range(0, 2000, 3)])  # vacuum work
         arms = [ArmQuery("dense", [0.3, -0.2, 0.9, 0.1], 20), ArmQuery("lex", sparse({5: 1.0}), 20)]
         before = await edge.query_arms(COLLECTION, arms)
-        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+        with caplog.at_level(logging.INFO, logger="store.edge.store"):
             await edge.maintain(COLLECTION)
             await edge.maintenance_done()
         assert "optimized docs in" in caplog.text
@@ -172,7 +172,7 @@ async def test_edge_maintain_is_idle_below_its_thresholds(
     try:
         await edge.create_collection(COLLECTION, SCHEMA)
         await edge.upsert(COLLECTION, random_points(499, seed=1))
-        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+        with caplog.at_level(logging.INFO, logger="store.edge.store"):
             await edge.maintain(COLLECTION)
             await edge.maintenance_done()
             assert "optimized" not in caplog.text
@@ -191,7 +191,7 @@ async def test_edge_writes_made_while_optimizing_survive_the_swap(
     try:
         await edge.create_collection(COLLECTION, SCHEMA)
         await edge.upsert(COLLECTION, random_points(1500, seed=3))
-        with caplog.at_level(logging.INFO, logger="worker.store.edge"):
+        with caplog.at_level(logging.INFO, logger="store.edge.store"):
             await edge.maintain(COLLECTION)  # returns at once; the child optimizes a copy
             while edge._shards[COLLECTION].journal is None:  # the copy is taken: now journal
                 await asyncio.sleep(0.001)

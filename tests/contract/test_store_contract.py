@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from core.vectors import SparseVector
-from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
-from worker.store.ids import DOC_ID_KEY
-from worker.store.protocol import (
+from store.ids import DOC_ID_KEY
+from store.protocol import (
     ArmQuery,
     CollectionExists,
     CollectionMissing,
@@ -19,6 +18,7 @@ from worker.store.protocol import (
     StoreError,
     summed_ranking,
 )
+from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,16 +12,16 @@ import qdrant_edge as qe
 
 from core.filters import AllOf, AnyOf, Condition, Expr, FilterOp, Negation, parse_filter
 from core.filters import typed_filter as typed
-from tests.contract.conftest import COLLECTION, SCHEMA, point
-from worker.store import edge_folder
-from worker.store.edge import EdgeStore
-from worker.store.protocol import (
+from store.edge import folder as edge_folder
+from store.edge.store import EdgeStore
+from store.protocol import (
     ArmQuery,
     CollectionMissing,
     CollectionSchema,
     PointFilter,
     Store,
 )
+from tests.contract.conftest import COLLECTION, SCHEMA, point
 
 pytestmark = pytest.mark.asyncio
 
@@ -33,7 +33,7 @@ INDEXES = {
     "when": "datetime",
 }
 INDEXED = CollectionSchema(dense=SCHEMA.dense, sparse=SCHEMA.sparse, metadata_indexes=INDEXES)
-# Payloads shaped like worker/payload.py keeps them: metadata flat under `metadata`, tags a list.
+# Payloads shaped like store/payload.py keeps them: metadata flat under `metadata`, tags a list.
 CORPUS: dict[str, dict[str, Any]] = {
     "a": {
         "tags": ["red", "big"],

@@ -19,7 +19,7 @@ import schemathesis
 from pydantic import BaseModel, ValidationError
 from schemathesis.generation import GenerationMode
 
-from app.strict_json import nested_past, numbers_in
+from app.http.strict_json import nested_past, numbers_in
 from core.errors import BraidError
 from core.filters import TOO_DEEP
 from core.metadata import INT64_MAX, INT64_MIN
@@ -27,7 +27,7 @@ from core.schemas.collection import CollectionConfig
 from core.schemas.common import MAX_JSON_DEPTH
 from core.schemas.document import BulkUpload, Document, DocumentFetchRequest
 from core.schemas.search import SearchQuery
-from worker.joining import join_specs
+from search.joining import join_specs
 
 BODIES: dict[str, type[BaseModel]] = {
     "create_collection": CollectionConfig,
@@ -51,7 +51,7 @@ def breaks_only_validator_rules(model: type[BaseModel], body: Any) -> bool:
 
 def has_an_integer_beyond_int64(body: Any) -> bool:
     """JSON Schema cannot tell 1e20 from the integer literal 100000000000000000000; Braid can
-    (app/strict_json.py refuses integers no store index holds exactly, and keeps 1e20)."""
+    (app/http/strict_json.py refuses integers no store index holds exactly, and keeps 1e20)."""
     return any(isinstance(n, int) and not INT64_MIN <= n <= INT64_MAX for n in numbers_in(body))
 
 

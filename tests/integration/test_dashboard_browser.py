@@ -298,7 +298,8 @@ def test_cluster_map_shows_a_stalled_process_and_what_it_is_stalled_on(
     )
     with httpx.Client(base_url=stalled.base_url, timeout=30) as http:
         create(http, "stalling", keyword_collection())
-        for i in range(300):  # more than a replica holds unapplied (worker/replica.py IN_FLIGHT)
+        # More than a replica holds unapplied (store/replication/replica.py IN_FLIGHT).
+        for i in range(300):
             answer = http.post("/v1/collections/stalling/documents/sync", json=doc(f"s{i}", "x"))
             assert answer.status_code == 200, answer.text
     page, console = open_page(browser, stalled.base_url, DESKTOP)

@@ -1,5 +1,5 @@
 """Search processes with the embedded store: each api process answers searches from its own
-replica (worker/search_node.py), and none ever answers from an older state than a client was told
+replica (search/node.py), and none ever answers from an older state than a client was told
 about.
 
 Its own stack with two api processes whose replicas apply each write 150 ms late
@@ -138,8 +138,8 @@ def test_a_collection_made_again_with_another_config_is_searched_with_it_at_once
     client: httpx.Client, board: redis.Redis
 ) -> None:
     """Search nodes keep each collection's parsed config until the worker marks a catalog
-    change (worker/marks.py): one that kept the old config would ask the new shard for the old
-    vector."""
+    change (store/replication/marks.py): one that kept the old config would ask the new shard
+    for the old vector."""
     create(client, "remade", keyword_collection())
     sync_version(client, "remade", "x", 1)
     wait_until(lambda: len(loaded(board)) == SEARCHERS, timeout=RESTART_S)

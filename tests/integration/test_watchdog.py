@@ -16,8 +16,8 @@ from tests.integration.helpers import create, doc, keyword_collection, metric_to
 
 STALL_S = 4
 GRACE_S = 6
-# More replicated writes than a replica holds unapplied (worker/replica.py IN_FLIGHT): the rest
-# wait in its queue, which is what the watchdog looks at.
+# More replicated writes than a replica holds unapplied (store/replication/replica.py
+# IN_FLIGHT): the rest wait in its queue, which is what the watchdog looks at.
 WRITES = 300
 
 

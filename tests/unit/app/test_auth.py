@@ -8,7 +8,7 @@ import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
 
-from app.auth import KeyRing, Role, authorize, required_role
+from app.http.auth import KeyRing, Role, authorize, required_role
 from app.main import create_app
 from core.settings import Settings
 

@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 
-from app.errors import validation_error
+from app.http.errors import validation_error
 from app.main import create_app
 from core.filters import TOO_DEEP
 from core.schemas.common import MAX_FILTER_DEPTH

@@ -22,7 +22,7 @@ from httpx import Response
 from app.context import ApiContext
 from app.fast_routes import FastRoutes
 from app.main import create_app
-from app.metrics_sampler import RequestMetrics
+from app.metrics.sampler import RequestMetrics
 from core.errors import CollectionNotFound, InvalidInput, Unavailable
 from core.ledger import QueuedWrite
 from core.messages import DocumentMessage

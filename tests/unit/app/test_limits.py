@@ -8,7 +8,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from app.limits import DEFAULT_LIMIT, MIB, RequestLimits, limit_for
+from app.http.limits import DEFAULT_LIMIT, MIB, RequestLimits, limit_for
 
 
 def test_each_route_has_its_limit() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.metrics_store import Node, trend_counters
-from app.metrics_views import (
+from app.metrics.store import Node, trend_counters
+from app.metrics.views import (
     bucket_starts,
     candidate_slots,
     increase,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.prometheus import render
+from app.metrics.prometheus import render
 from bench.scrape import promtool_problems
 from core.metrics import (
     EMBEDDED_TEXTS,

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.strict_json import OUT_OF_RANGE, TOO_DEEP, nested_past, nests_past, strict_loads
+from app.http.strict_json import OUT_OF_RANGE, TOO_DEEP, nested_past, nests_past, strict_loads
 from core.schemas.common import MAX_JSON_DEPTH
 
 

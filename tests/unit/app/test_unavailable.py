@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
 
 from app.context import ApiContext
+from app.http.shutdown import CancelledAs503
+from app.http.unavailable import UnavailableAnswers
 from app.main import create_app
-from app.prometheus import render
-from app.shutdown import CancelledAs503
-from app.unavailable import UnavailableAnswers
+from app.metrics.prometheus import render
 from bench.scrape import promtool_problems
 from core.enums import UnavailableReason
 from core.errors import Unavailable
@@ -76,7 +76,7 @@ def test_a_503_says_why_in_its_body_header_log_and_metric(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     client, recorder = app_with(BehindNode())
-    with caplog.at_level(logging.WARNING, logger="app.unavailable"):
+    with caplog.at_level(logging.WARNING, logger="app.http.unavailable"):
         answers = [
             client.post("/v1/collections/books/search", json={"query": "q"}) for _ in range(3)
         ]
@@ -87,14 +87,14 @@ def test_a_503_says_why_in_its_body_header_log_and_metric(
         assert answer.headers["x-braid-reason"] == "replica_behind"
     assert counts(recorder)["replica_behind"] == 3
     assert counts(recorder)["queue_full"] == 0
-    lines = [r.getMessage() for r in caplog.records if r.name == "app.unavailable"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "app.http.unavailable"]
     assert lines == [f"503 replica_behind to POST /v1/collections/books/search: {BEHIND}"]
 
 
 def test_the_log_holds_back_repeats_and_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
     clock, recorder = Clock(), Recorder()
     answers = UnavailableAnswers(recorder, LogThrottle(10.0, clock))
-    with caplog.at_level(logging.WARNING, logger="app.unavailable"):
+    with caplog.at_level(logging.WARNING, logger="app.http.unavailable"):
         for at in (0.0, 1.0, 2.0, 3.0, 10.5):
             clock.now = at
             answers.answered(

@@ -14,12 +14,12 @@ from bench.ceiling import engine
 from core.enums import FusionMode
 from core.schemas.collection import CollectionConfig
 from core.vectors import SparseVector
+from search.fusion import Retriever
+from store.edge import convert as edge_convert
+from store.edge.store import EdgeStore
+from store.ids import DocIds
+from store.protocol import ArmQuery
 from tests.contract.conftest import COLLECTION, SCHEMA, point
-from worker.fusion import Retriever
-from worker.store import edge_convert
-from worker.store.edge import EdgeStore
-from worker.store.ids import DocIds
-from worker.store.protocol import ArmQuery
 
 
 async def test_compiled_searches_name_the_documents_the_store_found(
@@ -59,7 +59,7 @@ def test_a_search_planned_without_trigrams_keeps_only_its_word_terms() -> None:
         assert isinstance(with_all.vector, SparseVector) and isinstance(words.vector, SparseVector)
         assert words.vector.indices  # the words themselves stay
         terms[with_all.slot] = set(with_all.vector.indices), set(words.vector.indices)
-    # Only the main field's arm asks for trigrams (worker.planning.plan_arms): the name arm's
+    # Only the main field's arm asks for trigrams (search.planning.plan_arms): the name arm's
     # terms are its words either way.
     assert terms["keyword.content"][1] < terms["keyword.content"][0]
     assert terms["keyword.name"][1] == terms["keyword.name"][0]

@@ -39,7 +39,7 @@ def test_locust_numbers_without_samples_read_as_nan() -> None:
 def test_the_profile_summary_ranks_self_time_and_braids_own_frames() -> None:
     collapsed = "\n".join(
         [
-            "main (worker/__main__.py:10);search (worker/querying.py:40);dot (numpy/core.py:1) 60",
+            "main (worker/__main__.py:10);search (search/querying.py:40);dot (numpy/core.py:1) 60",
             "main (worker/__main__.py:10);parse (core/filters.py:5) 30",
             "poll (asyncio/events.py:80) 10",
         ]

@@ -9,6 +9,7 @@ from core.enums import OpType
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vectors import SparseVector
+from store.slots import slots
 from worker.indexing import (
     LocalVectors,
     Write,
@@ -16,7 +17,6 @@ from worker.indexing import (
     newest_per_document,
     with_batch_averages,
 )
-from worker.slots import slots
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,0 +1,150 @@
+"""One search, whichever door it came through (search/searching.py): when a process may answer,
+the 503s it answers otherwise, and where the collection's config comes from. The searcher, the
+catalog and the replica are stand-ins; the marks are the real mapped file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from core.catalog import Catalog
+from core.enums import UnavailableReason
+from core.errors import CollectionNotFound, Unavailable
+from core.schemas.collection import CollectionConfig
+from core.schemas.search import SearchQuery, SearchResponse
+from core.settings import Settings
+from search.querying import Searcher
+from search.searching import SearchService
+from store.replication.marks import Marks
+from store.replication.replica import Replica
+from store.replication.replicator import Position
+
+QUERY = SearchQuery(query="dune")
+ANSWER = SearchResponse(results=[], facet_counts=None, query_time_ms=0.0)
+
+
+class TableCatalog:
+    """Knows every collection but `missing`; counts its reads."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    async def require(self, name: str) -> CollectionConfig:
+        self.reads.append(name)
+        if name == "missing":
+            raise CollectionNotFound()
+        return CollectionConfig.model_validate(
+            {"vectors": [{"name": "kw", "type": "keyword", "index_fields": ["content"]}]}
+        )
+
+
+class Recording:
+    """A searcher that keeps what it was asked, with the config it was given."""
+
+    def __init__(self) -> None:
+        self.searched: list[tuple[str, CollectionConfig]] = []
+
+    async def search(
+        self, collection: str, query: SearchQuery, config: CollectionConfig
+    ) -> SearchResponse:
+        self.searched.append((collection, config))
+        return ANSWER
+
+
+class HeldReplica:
+    """A replica holding `position`: caught up with any write at or before it."""
+
+    def __init__(self, position: Position | None) -> None:
+        self.position = position
+        self.asked: list[Position | None] = []
+
+    async def caught_up(self, visible: Position | None, timeout_s: float) -> bool:
+        self.asked.append(visible)
+        held = self.position
+        return visible is None or (held is not None and visible <= held)
+
+
+def service(
+    replica: HeldReplica | None = None,
+) -> tuple[SearchService, Recording, TableCatalog]:
+    searcher, catalog = Recording(), TableCatalog()
+    built = SearchService(
+        Settings(retry_after_s=3),
+        cast(Searcher, searcher),
+        cast(Catalog, catalog),
+        cast(Replica, replica) if replica is not None else None,
+    )
+    return built, searcher, catalog
+
+
+def marks(tmp_path: Path, visible: tuple[int, int] | None = None, bumps: int = 0) -> Marks:
+    written = Marks.open(tmp_path / "replication.marks")
+    if visible is not None:
+        written.mark_visible(*visible)
+    for _ in range(bumps):
+        written.bump_catalog()
+    return written
+
+
+async def test_without_a_replica_it_answers_at_once_and_reads_the_config_every_search() -> None:
+    searches, searcher, catalog = service()
+    assert searches.ready
+    assert await searches.search("books", QUERY) == ANSWER
+    assert await searches.search("books", QUERY) == ANSWER
+    assert catalog.reads == ["books", "books"]  # no marks: nothing says a kept config is current
+    assert [name for name, _ in searcher.searched] == ["books", "books"]
+
+
+async def test_a_replica_still_loading_is_not_ready_and_answers_503_starting() -> None:
+    searches, searcher, catalog = service(HeldReplica(None))
+    assert not searches.ready
+    with pytest.raises(Unavailable) as raised:
+        await searches.search("books", QUERY)
+    assert raised.value.reason == UnavailableReason.STARTING
+    assert raised.value.retry_after_s == 3
+    assert searcher.searched == [] and catalog.reads == []
+
+
+async def test_a_loaded_replica_keeps_each_config_until_the_generation_moves(
+    tmp_path: Path,
+) -> None:
+    replica = HeldReplica(Position(1, 5))
+    searches, searcher, catalog = service(replica)
+    worker = marks(tmp_path, visible=(1, 5))
+    searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
+    assert searches.ready
+    await searches.search("books", QUERY)
+    await searches.search("books", QUERY)
+    assert catalog.reads == ["books"]
+    worker.bump_catalog()  # a collection was created or dropped
+    await searches.search("books", QUERY)
+    assert catalog.reads == ["books", "books"]
+    assert replica.asked == [Position(1, 5)] * 3
+    assert len(searcher.searched) == 3
+
+
+async def test_a_replica_behind_the_newest_acknowledged_write_answers_503_behind(
+    tmp_path: Path,
+) -> None:
+    searches, searcher, catalog = service(HeldReplica(Position(1, 4)))
+    marks(tmp_path, visible=(1, 5))
+    searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
+    with pytest.raises(Unavailable) as raised:
+        await searches.search("books", QUERY)
+    assert raised.value.reason == UnavailableReason.REPLICA_BEHIND
+    assert "holds 1:4" in str(raised.value) and "at 1:5" in str(raised.value)
+    assert searcher.searched == [] and catalog.reads == []
+
+
+async def test_a_missing_collection_is_the_catalogs_404_and_nothing_is_kept(
+    tmp_path: Path,
+) -> None:
+    searches, searcher, catalog = service(HeldReplica(Position(1, 1)))
+    marks(tmp_path)
+    searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
+    for _ in range(2):
+        with pytest.raises(CollectionNotFound):
+            await searches.search("missing", QUERY)
+    assert catalog.reads == ["missing", "missing"] and searcher.searched == []

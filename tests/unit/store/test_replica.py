@@ -1,0 +1,198 @@
+"""A replica taking the worker's optimized shard goes on serving and applying the stream.
+
+The stores are the real engine (the worker's and the replica's copies, in a temporary folder);
+only Braid's Bus is a stand-in: the test hands the replica the stream's messages, and a copy
+request is the worker store's own `copy_to`, answered when the test lets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from core.bus import Bus
+from core.messages import CopyStore, StoreCopied, WorkerCall
+from core.vectors import SparseVector
+from store.edge.store import EdgeStore
+from store.protocol import CollectionSchema, PointWrite, SparseSlot
+from store.replication import replica as replica_module
+from store.replication.replica import Replica
+from store.replication.replicator import Position, WirePoint, Written
+
+COLLECTION = "books"
+EPOCH = 7
+
+
+@dataclass
+class Delivery:
+    """A message of the stream as the replica settles it."""
+
+    body: bytes
+    acked: bool = False
+
+    async def ack(self) -> None:
+        self.acked = True
+
+
+class WorkerBus:
+    """The worker behind the bus: it writes its store and broadcasts each write; it copies its
+    store when asked, between two writes (as the Replicator does, under one lock), and answers
+    the copy once `answer_copies` is set."""
+
+    def __init__(self, store: EdgeStore) -> None:
+        self.store = store
+        self.position = Position(EPOCH, 0)
+        self.answer_copies = asyncio.Event()
+        self.answer_copies.set()
+        self.copies_asked = 0
+        self._lock = asyncio.Lock()
+        self._deliver: Callable[[Delivery], Awaitable[None]] | None = None
+
+    async def listen(
+        self, exchange: str, on_message: Any, prefetch: int, on_subscribed: Callable[[], None]
+    ) -> None:
+        self._deliver = on_message
+        on_subscribed()
+
+    async def call(
+        self, queue: str, call: WorkerCall, reply_type: type[Any], timeout_s: float
+    ) -> StoreCopied:
+        assert isinstance(call.request, CopyStore)
+        target = Path(call.request.target)
+        self.copies_asked += 1
+        async with self._lock:
+            await self.store.copy_to(target)
+            taken = self.position
+        await self.answer_copies.wait()  # the copy's transfer and load take their time
+        return StoreCopied(epoch=taken.epoch, seq=taken.seq)
+
+    async def upsert(self, doc_id: str) -> Position:
+        point = PointWrite(doc_id, {"name": doc_id}, {"kw": SparseVector(indices=[1], values=[1])})
+        wire = WirePoint(doc_id=doc_id, payload=point.payload, vectors=point.vectors)
+        async with self._lock:
+            await self.store.upsert(COLLECTION, [point])
+            self.position = written = Position(EPOCH, self.position.seq + 1)
+            await self.send(
+                Written(
+                    epoch=EPOCH, seq=written.seq, op="upsert", collection=COLLECTION, points=[wire]
+                )
+            )
+        return written
+
+    async def optimized(self) -> None:
+        await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="optimized"))
+
+    async def send(self, written: Written) -> None:
+        """Broadcast: nobody listening yet, nobody gets it (a fanout exchange's way)."""
+        if self._deliver is not None:
+            await self._deliver(Delivery(written.model_dump_json().encode()))
+
+
+@pytest.fixture
+async def worker(tmp_path: Path) -> AsyncIterator[WorkerBus]:
+    store = await EdgeStore.open(tmp_path / "worker")
+    await store.create_collection(COLLECTION, CollectionSchema(sparse=[SparseSlot("kw")]))
+    bus = WorkerBus(store)
+    await bus.upsert("first")
+    yield bus
+    await store.close()
+
+
+async def started_replica(worker: WorkerBus, root: Path) -> Replica:
+    replica = Replica(root, cast(Bus, worker))
+    await replica.start()
+    assert replica.position == worker.position
+    return replica
+
+
+async def wait_for(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(10):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+async def test_while_the_optimized_copy_is_taken_the_old_copy_applies_the_stream(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = await started_replica(worker, tmp_path / "replica")
+    try:
+        worker.answer_copies.clear()
+        await worker.optimized()
+        await wait_for(lambda: worker.copies_asked == 2)
+        written = await worker.upsert("second")  # acknowledged while the copy is on its way
+        # A search that must see it is answered at once, from the copy the replica holds.
+        assert await replica.caught_up(written, timeout_s=2.0)
+        assert await replica.store.count(COLLECTION) == 2
+        assert replica.copies_taken == 1
+    finally:
+        worker.answer_copies.set()
+        await replica.close()
+
+
+async def test_the_optimized_copy_takes_over_with_the_writes_made_after_it(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = await started_replica(worker, tmp_path / "replica")
+    try:
+        old = replica.store
+        worker.answer_copies.clear()
+        await worker.optimized()
+        await wait_for(lambda: worker.copies_asked == 2)  # the copy holds "first" only
+        await worker.upsert("second")
+        written = await worker.upsert("third")
+        assert await replica.caught_up(written, timeout_s=2.0)
+        worker.answer_copies.set()
+        await wait_for(lambda: replica.copies_taken == 2)
+        assert replica.store is not old and replica.position == written
+        got = await replica.store.retrieve(COLLECTION, ["first", "second", "third"])
+        assert sorted(got) == ["first", "second", "third"]
+        # And the stream goes on on the new copy.
+        assert await replica.caught_up(await worker.upsert("fourth"), timeout_s=2.0)
+        assert await replica.store.count(COLLECTION) == 4
+    finally:
+        await replica.close()
+
+
+async def test_a_copy_that_lacks_writes_too_many_to_keep_is_taken_again(
+    worker: WorkerBus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replica_module, "KEPT_MAX_BYTES", 1)
+    replica = await started_replica(worker, tmp_path / "replica")
+    try:
+        worker.answer_copies.clear()
+        await worker.optimized()
+        await wait_for(lambda: worker.copies_asked == 2)
+        written = await worker.upsert("second")
+        assert await replica.caught_up(written, timeout_s=2.0)
+        worker.answer_copies.set()
+        await wait_for(lambda: replica.copies_taken == 2)
+        assert worker.copies_asked == 3  # the optimized copy lacked "second": a full one
+        assert replica.position == written
+        assert await replica.store.count(COLLECTION) == 2
+    finally:
+        await replica.close()
+
+
+async def test_a_replica_reads_from_the_copy_it_holds_now(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = Replica(tmp_path / "replica", cast(Bus, worker))
+    with pytest.raises(RuntimeError):  # a search node serves nothing before its first copy
+        await replica.count(COLLECTION)
+    await replica.start()
+    try:
+        assert await replica.list_collections() == [COLLECTION]
+        await worker.optimized()
+        await wait_for(lambda: replica.copies_taken == 2)
+        written = await worker.upsert("second")
+        assert await replica.caught_up(written, timeout_s=2.0)
+        got = await replica.retrieve(COLLECTION, ["first", "second"])  # the new copy's
+        assert sorted(got) == ["first", "second"]
+        assert await replica.count(COLLECTION) == await replica.store.count(COLLECTION) == 2
+    finally:
+        await replica.close()

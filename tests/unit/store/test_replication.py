@@ -1,0 +1,77 @@
+"""The replication stream's pieces that need no broker: positions, the message codec, and when a
+replica holds a write a client was told about."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from core.bus import Bus
+from core.enums import DenseDistance
+from core.vectors import SparseVector
+from store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot
+from store.replication.replica import Replica
+from store.replication.replicator import Position, WirePoint, Written
+
+
+def test_an_upsert_crosses_the_wire_with_its_vectors_and_payload() -> None:
+    point = PointWrite(
+        "doc-1",
+        {"name": "n", "metadata": {"year": 2024, "tags": ["a"]}},
+        {"kw:content": SparseVector(indices=[3, 9], values=[0.5, 1.25]), "dense": [0.1, -0.2]},
+    )
+    wire = WirePoint(doc_id=point.doc_id, payload=point.payload, vectors=point.vectors)
+    written = Written(epoch=2, seq=5, op="upsert", collection="c", points=[wire])
+    back = Written.model_validate_json(written.model_dump_json())
+    assert back.store_points() == [point]
+
+
+def test_a_payload_overwrite_crosses_the_wire_with_each_documents_payload() -> None:
+    payloads = {"a": {"name": "n", "metadata": {"year": 2024}}, "b": {"name": "m"}}
+    written = Written(epoch=2, seq=6, op="overwrite", collection="c", payloads=payloads)
+    assert Written.model_validate_json(written.model_dump_json()).payloads == payloads
+
+
+def test_a_created_collection_crosses_the_wire_with_its_schema() -> None:
+    schema = CollectionSchema(
+        dense=[DenseSlot("dense", 384, DenseDistance.DOT)],
+        sparse=[SparseSlot("kw:name", True), SparseSlot("custom", False)],
+        metadata_indexes={"year": "integer"},
+    )
+    written = Written(epoch=1, seq=1, op="create", collection="c", collection_schema=asdict(schema))
+    assert Written.model_validate_json(written.model_dump_json()).store_schema() == schema
+
+
+def _replica_at(position: Position | None) -> Replica:
+    replica = Replica(Path("/nonexistent"), cast(Bus, None))
+    replica._position = position  # what a copy or the applied writes would have set
+    return replica
+
+
+@pytest.mark.parametrize(
+    ("visible", "holds"),
+    [
+        (None, True),  # nothing acknowledged yet
+        (Position(4, 10), True),
+        (Position(4, 11), False),  # the write after ours: wait for it
+        (Position(3, 99), True),  # an older epoch: the copy was taken after all of it
+        (Position(5, 0), False),  # a newer epoch: the worker restarted, a new copy is due
+    ],
+)
+def test_a_replica_holds_what_was_acknowledged_up_to_its_position(
+    visible: Position | None, holds: bool
+) -> None:
+    assert _replica_at(Position(4, 10))._holds(visible) is holds
+
+
+def test_a_replica_without_a_copy_holds_nothing() -> None:
+    assert _replica_at(None)._holds(None) is False
+
+
+async def test_caught_up_gives_up_after_its_timeout() -> None:
+    replica = _replica_at(Position(1, 1))
+    assert await replica.caught_up(Position(1, 2), timeout_s=0.01) is False
+    assert await replica.caught_up(Position(1, 1), timeout_s=0.01) is True
