@@ -146,3 +146,11 @@ def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
         if target.split(".")[0] not in allowed
     )
     assert wrong == []
+
+
+def test_the_readme_layout_names_every_package() -> None:
+    """README's layout section is where a newcomer looks first: every package is on it."""
+    readme = (REPO / "README.md").read_text()
+    layout = readme[readme.index("## Layout") :]
+    missing = [package for package in LAYERS if f"\n{package}/" not in layout]
+    assert missing == []
