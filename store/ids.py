@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from store.protocol import StoredPoint, VectorValue
+
 # Fixed forever: changing it would orphan every stored point.
 _NAMESPACE = uuid.UUID("6f1c1d0e-5b7a-4c39-9a55-0b6a1e2f7d31")
 
@@ -27,6 +29,21 @@ def split_payload(stored: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """(document id, caller's payload) from a stored payload."""
     payload = dict(stored or {})
     return str(payload.pop(DOC_ID_KEY)), payload
+
+
+def stored_point(
+    payload: dict[str, Any] | None,
+    vectors: Any,
+    with_vectors: bool,
+    from_engine: Callable[[Any], VectorValue],
+) -> StoredPoint:
+    """A point as the Store protocol gives it back, from an engine record's payload and named
+    vectors; `from_engine` converts one of the backend's vectors."""
+    doc_id, caller_payload = split_payload(payload)
+    if not with_vectors:
+        return StoredPoint(doc_id, caller_payload)
+    named = vectors if isinstance(vectors, dict) else {}
+    return StoredPoint(doc_id, caller_payload, {k: from_engine(v) for k, v in named.items()})
 
 
 class DocIds:

@@ -11,7 +11,7 @@ from qdrant_client import AsyncQdrantClient, models
 from core.enums import DenseDistance
 from core.vectors import SparseVector
 from store.conditions import build_filter, index_fields
-from store.ids import DOC_ID_KEY, point_id, split_payload, stored_payload
+from store.ids import DOC_ID_KEY, point_id, stored_payload, stored_point
 from store.protocol import (
     ArmHit,
     ArmQuery,
@@ -250,11 +250,7 @@ def _from_client_vector(value: Any) -> VectorValue:
 
 
 def _to_stored(record: models.Record, with_vectors: bool) -> StoredPoint:
-    doc_id, payload = split_payload(record.payload)
-    if not with_vectors:
-        return StoredPoint(doc_id, payload)
-    raw = record.vector if isinstance(record.vector, dict) else {}
-    return StoredPoint(doc_id, payload, {k: _from_client_vector(v) for k, v in raw.items()})
+    return stored_point(record.payload, record.vector, with_vectors, _from_client_vector)
 
 
 def _to_request(arm: ArmQuery, idf: bool) -> models.QueryRequest:

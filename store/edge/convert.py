@@ -11,7 +11,7 @@ import qdrant_edge as qe
 
 from core.vectors import SparseVector
 from store.conditions import build_filter
-from store.ids import DOC_ID_KEY, DocIds, split_payload, stored_payload
+from store.ids import DOC_ID_KEY, DocIds, stored_payload, stored_point
 from store.protocol import (
     ArmHit,
     ArmQuery,
@@ -49,11 +49,7 @@ def from_edge_vector(value: Any) -> VectorValue:
 
 
 def to_stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
-    doc_id, payload = split_payload(record.payload)
-    if not with_vectors:
-        return StoredPoint(doc_id, payload)
-    raw = record.vector if isinstance(record.vector, dict) else {}
-    return StoredPoint(doc_id, payload, {k: from_edge_vector(v) for k, v in raw.items()})
+    return stored_point(record.payload, record.vector, with_vectors, from_edge_vector)
 
 
 class Idf(enum.Enum):
