@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 
-.PHONY: all install install-runtime run test lint unit integration image test-container clean
+.PHONY: all install install-runtime run test lint unit integration image test-container load clean
 
 all: test
 
@@ -39,6 +39,11 @@ image:
 
 test-container: install image
 	$(PYTHON) -m pytest tests/container -q
+
+# The load study (bench/load) after installing what it needs (Locust, Faker, matplotlib, py-spy):
+# make load ARGS="keyword --smoke"; ARGS="--help" for its options.
+load: install
+	$(PYTHON) -m bench.load $(ARGS)
 
 clean:
 	rm -rf .make .pytest_cache .mypy_cache .ruff_cache

@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from bench.collection import BASE, BULK, fetch_all
-from bench.workload import COLLECTION, collection_body
+from bench.load.collection import BASE, BULK, fetch_all
+from bench.load.workload import COLLECTION, collection_body
 from harness import verify
 from harness.stack import Stack
 

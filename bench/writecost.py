@@ -8,7 +8,7 @@ with a new text, so each is indexed anew; the collection has no model) from `--u
 each pausing `--pause` s after an answer: ~85 a second by default, the writes of the keyword
 knee. It measures `--seconds` from the end of the first optimize the writes bring about (the
 worker optimizes a shard after 20 % changes: at this rate every ~3 minutes, and the window is
-shorter than that), reading each supervisord program's CPU from /proc (bench/ceiling/cpu.py),
+shorter than that), reading each supervisord program's CPU from /proc (bench/common/cpu.py),
 and prints CPU-ms per acknowledged upsert and whether an optimize ran in the window after all
 (its child's CPU is the worker's). Nothing searches meanwhile.
 """
@@ -24,9 +24,10 @@ import time
 
 import httpx
 
-from bench import workload
-from bench.ceiling import cpu, traffic
-from bench.soak.memory import program_pids
+from bench.ceiling import traffic
+from bench.common import cpu
+from bench.common.memory import program_pids
+from bench.load import workload
 from harness.stack import DEFAULT_ENV, Stack
 from store.edge.optimize import OPTIMIZING
 

@@ -26,7 +26,7 @@ class Write:
 
 
 def read_oplog(path: Path) -> list[Write]:
-    """The writes of a BRAID_LOAD_OPLOG file (bench/locustfile.py's format)."""
+    """The writes of a BRAID_LOAD_OPLOG file (bench/load/locustfile.py's format)."""
     begun: dict[str, tuple[str, str, str, str]] = {}
     ended: dict[str, int] = {}
     if not path.exists():

@@ -8,6 +8,6 @@ A search costs Braid several CPU-milliseconds across api, worker, broker and Red
 engine answers in well under one; this puts both in one table (searches/s, latency, CPU-ms per
 search by process) so a change to the search path can be judged against the floor it cannot go
 under. traffic.py drives Braid end to end over HTTP, engine.py runs the worker's exact requests
-against the shard directly (1 thread, then one per core), cpu.py reads CPU per supervisord
-program, results.py does the arithmetic and the table; __main__.py ties them together.
+against the shard directly (1 thread, then one per core), bench/common/cpu.py reads CPU per
+supervisord program, results.py does the arithmetic and the table; __main__.py ties them together.
 """

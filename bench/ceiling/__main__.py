@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from bench import workload
 from bench.ceiling import engine, traffic
 from bench.ceiling.results import ENGINE, HEADING, Ceiling, Row, section
-from bench.report import Report
+from bench.common.report import Report
+from bench.load import workload
 from harness.stack import Stack
 
 STACK_ENV = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}  # bench/load's keyword config

@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bench.ceiling.cpu import GROUPS
-from bench.report import Report
+from bench.common.cpu import GROUPS
+from bench.common.report import Report
 
 HEADING = "## Engine ceiling (bench/ceiling)"
 ENGINE = "engine"  # the CPU column of the rows measured in the benchmark's own process

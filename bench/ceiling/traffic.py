@@ -19,12 +19,12 @@ from typing import Any
 
 import httpx
 
-from bench import workload
-from bench.ceiling import cpu
 from bench.ceiling.results import Row
-from bench.collection import Gauges, LoadCollection
-from bench.measure import percentile
-from bench.soak.memory import program_pids
+from bench.common import cpu
+from bench.common.measure import percentile
+from bench.common.memory import program_pids
+from bench.load import workload
+from bench.load.collection import Gauges, LoadCollection
 from core.bus import Bus
 from core.schemas.collection import CollectionConfig
 from harness.stack import Stack
@@ -42,7 +42,7 @@ Say = Callable[[str], None]
 
 
 def bodies(count: int, seed: int) -> list[dict[str, Any]]:
-    """The seed workload's search bodies, as bench/locustfile.py sends them."""
+    """The seed workload's search bodies, as bench/load/locustfile.py sends them."""
     fake = workload.seeded(seed)
     return [{"query": workload.query(fake), "limit": 10} for _ in range(count)]
 

@@ -12,7 +12,7 @@ On a CPU with AMX Braid's document lane runs a bfloat16 transformer (encoder/run
 run also times `encode()` on the model cast to bfloat16 (after Braid), the fastest baseline a
 user could pick there, and reports Braid against it too.
 
-Corpora: ~60-word texts (bench/texts.py) into a collection with one `dense_model` vector; and
+Corpora: ~60-word texts (bench/common/texts.py) into a collection with one `dense_model` vector; and
 BEIR SciFact abstracts (../shared/relevance/scifact-train, skipped when absent) into the README's
 default collection (keyword on name and content, the dense model on content). The model embeds
 `content` in both, so the baseline embeds exactly the texts Braid embeds.
@@ -34,12 +34,11 @@ from typing import Any
 
 import httpx
 
-from bench import procs, texts
-from bench.ceiling import cpu
+from bench.common import cpu, procs, texts
+from bench.common.memory import program_pids
+from bench.common.report import Report
 from bench.ingest import baseline
 from bench.relevance import beir
-from bench.report import Report
-from bench.soak.memory import program_pids
 from harness.stack import Stack
 from loader.load import load
 
@@ -93,7 +92,7 @@ def corpora(short: int, abstracts: int, data: Path) -> list[Corpus]:
 class Ingest:
     docs_s: float
     seconds: float
-    cpu_ms: dict[str, float]  # per document, by group (bench/ceiling/cpu.py)
+    cpu_ms: dict[str, float]  # per document, by group (bench/common/cpu.py)
 
 
 async def braid(stack: Stack, corpus: Corpus, folder: Path, number: int) -> Ingest:

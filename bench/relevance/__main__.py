@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
+from bench.common.report import Report
 from bench.relevance import beir, service
 from bench.relevance.reference import bm25_runs
-from bench.report import Report
 from harness.stack import Stack
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "relevance.md"

@@ -12,12 +12,11 @@ from typing import Any
 
 import httpx
 
-from bench import procs
-from bench.ceiling import cpu
 from bench.ceiling.traffic import settle
-from bench.collection import post_until_taken
+from bench.common import cpu, procs
+from bench.common.memory import program_pids
+from bench.load.collection import post_until_taken
 from bench.relevance.beir import Query, RelevanceSet
-from bench.soak.memory import program_pids
 from harness.stack import Stack
 
 BULK = 100

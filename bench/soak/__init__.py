@@ -8,7 +8,7 @@ aside) and no acknowledged write should be lost.
     python3 -m bench.soak --smoke             # ~4 min: 500 documents, 2 minutes, nothing recorded
     python3 -m bench.soak --hybrid --smoke    # the same, hybrid
 
-run.py runs it, memory.py reads RSS and anonymous memory per supervisord program, findings.py
-computes and judges, report.py renders; __main__.py ties them together and exits 1 when the
-verdict fails.
+run.py runs it (the load study's workload and Locust driver, bench/load), bench/common/memory.py
+reads RSS and anonymous memory per supervisord program, findings.py computes and judges,
+report.py renders; __main__.py ties them together and exits 1 when the verdict fails.
 """

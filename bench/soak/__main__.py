@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.report import Report
+from bench.common.report import Report
 from bench.soak import findings
 from bench.soak import report as soak_report
 from bench.soak.run import HYBRID_DOCUMENTS, HYBRID_USERS, Plan, run

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bench.collection import Bulk
-from bench.measure import median, slope
-from bench.workload import ID_SPACE, Lengths
+from bench.common.measure import median, slope
+from bench.load.collection import Bulk
+from bench.load.workload import ID_SPACE, Lengths
 from harness import verify
 
 # A process fails the soak when its anonymous memory at the end is more than both of these above

@@ -11,7 +11,8 @@ import math
 import time
 from pathlib import Path
 
-from bench.report import Report, write_csv
+from bench.common.report import Report, write_csv
+from bench.load.workload import COLLECTION, VARIED_WORDS, Lengths
 from bench.soak.findings import (
     GROWTH_LIMIT_MIB,
     GROWTH_LIMIT_PCT,
@@ -22,7 +23,6 @@ from bench.soak.findings import (
     latency,
     programs,
 )
-from bench.workload import COLLECTION, VARIED_WORDS, Lengths
 from harness.stack import REPO_ROOT
 
 OUT_DIR = REPO_ROOT / "docs" / "soak"
@@ -178,7 +178,7 @@ def section(report: Report, result: SoakResult, verdict: Verdict, files: dict[st
     )
     early = " (**stopped early**)" if result.stopped_early else ""
     report.text(
-        f"- load: bench/locustfile.py (the {result.config} mix: 80 % search, 19 % upsert of a "
+        f"- load: bench/load/locustfile.py (the {result.config} mix: 80 % search, 19 % upsert of a "
         f"random id of {result.id_space:,}, 1 % delete, no wait) at "
         f"**{result.users} users for {seconds / 60:.1f} min**{early} of "
         f"{result.minutes_planned} planned, a row a minute; growth and slope leave out the first "

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from bench import procs, workload
-from bench.collection import Gauges, LoadCollection
-from bench.locustdriver import LocustProcess, number
-from bench.soak import memory
+from bench.common import memory, procs
+from bench.load import workload
+from bench.load.collection import Gauges, LoadCollection
+from bench.load.driver import LocustProcess, number
 from bench.soak.findings import (
     WARMUP_MINUTES,
     Answers,
@@ -68,7 +68,7 @@ class Plan:
 
     @property
     def config(self) -> str:
-        """The load study's collection configuration (bench/workload.py's CONFIGS)."""
+        """The load study's collection configuration (bench/load/workload.py's CONFIGS)."""
         return "hybrid" if self.hybrid else "keyword"
 
     @property

@@ -1,4 +1,4 @@
-"""The load study's harness end to end, small: bench/loadrun --smoke starts its own stack,
+"""The load study's harness end to end, small: `python3 -m bench.load --smoke` starts its own stack,
 bulk-loads 300 documents, runs the Locust seed workload at 2 and 4 users and an overload at 8,
 then checks the collection against every acknowledged write. Under that mixed load no request may
 fail (503s aside) and no acknowledged write may be lost. Locust runs as two processes, as on a
@@ -15,7 +15,7 @@ from harness.stack import REPO_ROOT
 
 def test_the_seed_workload_runs_without_errors_and_loses_nothing() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.loadrun", "--smoke", "--locust-processes", "2"],
+        [sys.executable, "-m", "bench.load", "--smoke", "--locust-processes", "2"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -13,7 +13,7 @@ import amgix_client
 import httpx
 import pytest
 
-from bench.scrape import promtool_problems
+from bench.common.scrape import promtool_problems
 from harness.stack import Stack
 from tests.integration.helpers import (
     create,

@@ -1,4 +1,4 @@
-"""bench.scale end to end, small: one stack with two api processes takes the seed workload, one
+"""bench.load.scale end to end, small: one stack with two api processes takes the seed workload, one
 api process is stopped under that load, the levels run again on the other, and every acknowledged
 write is in the collection after. Each count's levels must answer without errors."""
 
@@ -12,7 +12,7 @@ from harness.stack import REPO_ROOT
 
 def test_the_scale_table_runs_each_count_and_loses_nothing() -> None:
     command = [
-        sys.executable, "-m", "bench.scale", "--processes", "2,1", "--users-per-process", "2",
+        sys.executable, "-m", "bench.load.scale", "--processes", "2,1", "--users-per-process", "2",
         "--documents", "1000", "--window", "5", "--settle", "2", "--no-write",
     ]  # fmt: skip
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)

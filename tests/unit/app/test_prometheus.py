@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.metrics.prometheus import render
-from bench.scrape import promtool_problems
+from bench.common.scrape import promtool_problems
 from core.metrics import (
     EMBEDDED_TEXTS,
     HTTP_REQUEST_SECONDS,

@@ -18,7 +18,7 @@ from app.http.shutdown import CancelledAs503
 from app.http.unavailable import UnavailableAnswers
 from app.main import create_app
 from app.metrics.prometheus import render
-from bench.scrape import promtool_problems
+from bench.common.scrape import promtool_problems
 from core.enums import UnavailableReason
 from core.errors import Unavailable
 from core.metrics import UNAVAILABLE, Recorder

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from bench.ceiling import cpu
 from bench.ceiling.results import (
     ENGINE,
     HEADER,
@@ -17,8 +16,9 @@ from bench.ceiling.results import (
     table_rows,
 )
 from bench.ceiling.traffic import Answer, window_row
-from bench.procs import Proc
-from bench.report import Report
+from bench.common import cpu
+from bench.common.procs import Proc
+from bench.common.report import Report
 
 
 def proc(pid: int, ppid: int, cpu_s: float) -> Proc:
@@ -141,7 +141,7 @@ def test_the_table_puts_braid_first_with_dashes_where_a_row_has_no_such_process(
 
 def test_the_section_says_the_method_and_flags_errors_and_restarts() -> None:
     result = ceiling()
-    report = Report(title="engine ceiling", runs_heading=HEADING)
+    report = Report(title="engine ceiling", command="test", runs_heading=HEADING)
     section(report, result)
     text = report.markdown()
     assert "80,000 documents" in text and "8 at a time" in text and "199 of 200" in text
@@ -151,7 +151,7 @@ def test_the_section_says_the_method_and_flags_errors_and_restarts() -> None:
     assert "engine, 1 thread, query only 1.00." in text
     result.braid = Row("b", 10, 1.0, {"worker": 0.1}, errors=3)
     result.restarted = ["worker"]
-    again = Report(title="engine ceiling", runs_heading=HEADING)
+    again = Report(title="engine ceiling", command="test", runs_heading=HEADING)
     section(again, result)
     assert "3 searches with an error" in again.markdown()
     assert "Restarted during the window (their CPU reads low): worker." in again.markdown()

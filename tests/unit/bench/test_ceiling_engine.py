@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import workload
 from bench.ceiling import engine
+from bench.load import workload
 from core.enums import FusionMode
 from core.schemas.collection import CollectionConfig
 from core.vectors import SparseVector

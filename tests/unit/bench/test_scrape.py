@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench.scrape import buckets, quantile_ms
+from bench.common.scrape import buckets, quantile_ms
 
 TEXT = """\
 braid_search_duration_seconds_bucket{collection="a",node="api-1",role="api",le="0.01"} 10

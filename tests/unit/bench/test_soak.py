@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from bench.collection import Bulk
-from bench.measure import slope
-from bench.procs import Proc, status_kib_bytes
-from bench.report import Report
-from bench.soak import memory
+from bench.common import memory
+from bench.common.measure import slope
+from bench.common.procs import Proc, status_kib_bytes
+from bench.common.report import Report
+from bench.load.collection import Bulk
+from bench.load.workload import ID_SPACE, MAKERS, VARIED_WORDS, Lengths, seeded, varied_document
 from bench.soak.__main__ import parse, title
 from bench.soak.findings import (
     Answers,
@@ -24,7 +25,6 @@ from bench.soak.findings import (
 )
 from bench.soak.report import rows, section
 from bench.soak.run import HYBRID_DOCUMENTS, HYBRID_USERS
-from bench.workload import ID_SPACE, MAKERS, VARIED_WORDS, Lengths, seeded, varied_document
 from harness.verify import Verdict as Check
 
 MIB = 1024 * 1024
@@ -282,7 +282,7 @@ def test_csv_rows_have_an_rss_and_an_anon_column_per_program_in_every_row() -> N
 
 def test_the_memory_table_shows_rss_and_anon_and_marks_anon_growth() -> None:
     run = result(mapped_hour(anon_per_minute=2.0))
-    doc = Report(title="soak", machine="test", command="test")
+    doc = Report(title="soak", machine="test", command="test", runs_heading="test")
     section(doc, run, judge(run), files={})
     text = "\n".join(doc.lines)
     assert "judges anonymous memory (RssAnon), not RSS" in text
@@ -359,7 +359,7 @@ def test_a_varied_document_is_a_seed_document_with_exactly_the_drawn_words() -> 
 
 def test_the_hybrid_report_names_the_mix_lengths_and_id_space() -> None:
     run = result(flat_hour(), config="hybrid", lengths=Lengths.VARIED, id_space=HYBRID_DOCUMENTS)
-    doc = Report(title="soak", machine="test", command="test")
+    doc = Report(title="soak", machine="test", command="test", runs_heading="test")
     section(doc, run, judge(run), files={})
     text = "\n".join(doc.lines)
     assert "(hybrid: keyword and the model's dense vector)" in text
@@ -367,7 +367,7 @@ def test_the_hybrid_report_names_the_mix_lengths_and_id_space() -> None:
     assert "the hybrid mix: 80 % search, 19 % upsert of a random id of 10,000" in text
     assert "upserts ids 0–9,999" in text
     keyword = result(flat_hour())
-    doc = Report(title="soak", machine="test", command="test")
+    doc = Report(title="soak", machine="test", command="test", runs_heading="test")
     section(doc, keyword, judge(keyword), files={})
     assert f"random id of {ID_SPACE:,}" in "\n".join(doc.lines)
 

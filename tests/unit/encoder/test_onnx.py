@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import texts
+from bench.common import texts
 from core.enums import EmbedKind, EncoderBackend, EncoderPrecision
 from core.settings import Settings
 from encoder import onnx

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from bench.loadplan import Level, Plan
-from bench.locustdriver import failure_counts as _failure_counts
-from bench.locustdriver import number as _number
-from bench.measure import slope as _slope
-from bench.pyspy import summarize as summarize_profile
-from bench.report import Report
-from bench.scale import knee, report
+from bench.common.measure import slope as _slope
+from bench.common.pyspy import summarize as summarize_profile
+from bench.common.report import Report
+from bench.load.driver import failure_counts as _failure_counts
+from bench.load.driver import number as _number
+from bench.load.plan import Level, Plan
+from bench.load.scale import knee, report
 
 
 def test_queue_growth_is_the_least_squares_slope_of_the_samples() -> None:
@@ -72,7 +72,7 @@ def test_the_scale_table_names_each_counts_last_level_under_both_limits() -> Non
     }
     assert knee(found[8]) is found[8][0]
     assert knee(found[2]) is None
-    out = Report(title="scale", command="bench.scale")
+    out = Report(title="scale", command="bench.load.scale", runs_heading="test")
     report(out, found, "all match", Plan(configs=["keyword"]))
     text = out.markdown()
     assert "**Knee by api processes:** 1: 193.9 RPS at 14 users; 2: —; 8: 1327.5 RPS at 48" in text

@@ -1,5 +1,5 @@
-"""Locust as a separate process running bench/locustfile.py, driven through its web API, and the
-reading of the numbers it answers (bench/loadrun and bench/soak both drive it this way)."""
+"""Locust as a separate process running bench/load/locustfile.py, driven through its web API, and
+the reading of the numbers it answers (bench/load and bench/soak both drive it this way)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from pathlib import Path
 
 import httpx
 
-from bench import procs
-from bench.workload import COLLECTION, ID_SPACE, Lengths
+from bench.common import procs
+from bench.load.workload import COLLECTION, ID_SPACE, Lengths
 from harness.stack import REPO_ROOT, die_with_parent, free_ports
+
+LOCUSTFILE = REPO_ROOT / "bench" / "load" / "locustfile.py"
 
 
 class LocustProcess:
@@ -44,7 +46,7 @@ class LocustProcess:
             BRAID_LOAD_LENGTHS=str(lengths),
         )
         command = [
-            sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "bench" / "locustfile.py"),
+            sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
             "--host", host, "--web-host", "127.0.0.1", "--web-port", str(self.port),
             "--stop-timeout", "60", "--loglevel", "WARNING",
         ]  # fmt: skip

@@ -5,7 +5,7 @@ Each program counts its whole process tree: RabbitMQ's launcher script with the 
 helpers, the worker with an optimize child if one runs. supervisord counts itself alone, since its
 tree is the whole stack. A process's CPU includes what it collected from children it reaped, so a
 child that exits inside the window still counts. Programs are mapped to PIDs with `supervisorctl
-status` (bench/soak/memory.py), read before and after the window: a PID that changed is a restart,
+status` (memory.py), read before and after the window: a PID that changed is a restart,
 and the table would be wrong for that program, so the run names it.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from bench import procs
-from bench.soak.memory import SUPERVISORD
+from bench.common import procs
+from bench.common.memory import SUPERVISORD
 
 GROUPS = ("api", "worker", "broker", "redis", "encoders", "other")
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 import csv
 import os
 import platform
-import shlex
-import sys
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-RUNS_HEADING = "## Runs of bench/encoders"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 
 
 def _cpu_model() -> str:
@@ -60,10 +57,8 @@ class Report:
     lines: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     machine: str = field(default_factory=machine)
-    command: str = field(
-        default_factory=lambda: shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]])
-    )
-    runs_heading: str = RUNS_HEADING
+    command: str = field(kw_only=True)  # as a reader would type it: `python3 -m bench.… …`
+    runs_heading: str = field(kw_only=True)  # the "## " heading its runs go under
 
     def text(self, line: str = "") -> None:
         self.lines.append(line)

@@ -1,11 +1,11 @@
 """What a load study is asked to do (Plan) and what it finds (levels, the overload, the
-verdict): shared by the runner (bench/loadrun.py) and its report (bench/loadreport.py)."""
+verdict): shared by the runners (run.py, scale.py) and the report (report.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.collection import Bulk
+from bench.load.collection import Bulk
 from harness import verify
 
 P50_LIMIT_MS = 100.0

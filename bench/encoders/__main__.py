@@ -5,7 +5,7 @@
 
 Everything runs in one process tree on one machine, back to back: the raw model is called in this
 process (the loader and runners a holder uses, same thread count), Braid's numbers go through
-RabbitMQ to stacks this script starts (tests/integration/stack.py: supervisord on free ports, in a
+RabbitMQ to stacks this script starts (harness/stack.py: supervisord on free ports, in a
 temporary data folder). Each measurement repeats `--rounds` times, raw and Braid alternating, and
 reports the median with the range, because the machine may be shared.
 """
@@ -15,15 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import shlex
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import pool, raw, texts
+from bench.common import raw, texts
+from bench.common.measure import median, percentile, spread
+from bench.common.report import Report
+from bench.encoders import pool
 from bench.ingest.baseline import measure as ingest_baseline
-from bench.measure import median, percentile, spread
-from bench.report import Report
 from core.bus import Bus
 from core.enums import EmbedKind, EncoderBackend
 from core.errors import BraidError
@@ -32,6 +35,7 @@ from core.settings import Settings
 from harness.stack import Stack, StackError
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+RUNS_HEADING = "## Runs of bench/encoders"
 N = 2  # encoder processes in every stack here
 QUERY = EmbedKind.QUERY
 
@@ -310,7 +314,9 @@ def k_table(report: Report, found: Found, k2: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bench.encoders", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, one round")
     parser.add_argument("--rounds", type=int, help="repetitions of each measurement")
     parser.add_argument("--no-k2", action="store_true", help="skip the K=2 stack")
@@ -320,7 +326,11 @@ def main() -> None:
     if args.rounds:
         sizes.rounds = args.rounds
     corpus, found = Corpus.make(sizes), Found()
-    report = Report("encoder pool" + (" (quick)" if args.quick else ""))
+    report = Report(
+        "encoder pool" + (" (quick)" if args.quick else ""),
+        command=shlex.join(["python", "-m", "bench.encoders", *sys.argv[1:]]),
+        runs_heading=RUNS_HEADING,
+    )
     with tempfile.TemporaryDirectory(prefix="braid-bench-") as scratch:
         models = RawModels.load(Path(scratch))
         run_stack(1, lambda stack: measure_k1(stack, models, corpus, sizes, found))

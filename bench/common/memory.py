@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from bench import procs
+from bench.common import procs
 from harness.stack import Stack
 
 MIB = 1024 * 1024

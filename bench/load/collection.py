@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from bench import workload
-from bench.workload import COLLECTION
+from bench.load import workload
+from bench.load.workload import COLLECTION
 from core.bus import Bus
 from core.names import DOCUMENTS_QUEUE, SEARCH_QUEUE
 from harness import verify

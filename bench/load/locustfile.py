@@ -2,13 +2,14 @@
 80 % search (a Faker sentence(5), top 10, every default), 19 % async upsert of a random id of
 100,000 (new or existing), 1 % async delete of a random id.
 
-    locust -f bench/locustfile.py --host http://127.0.0.1:8234      # collection "load"
+    locust -f bench/load/locustfile.py --host http://127.0.0.1:8234      # collection "load"
 
 Two variables change the mix's writes (bench/soak sets them): BRAID_LOAD_ID_SPACE, the ids the
 writes draw from (100,000; the soak gives the pre-populated count, so the collection keeps its
 size), and BRAID_LOAD_LENGTHS, the documents' lengths (`seed`, or `varied`: 3 to 300 words).
 
-bench/loadrun drives it (through Locust's web API) and reads two things this file adds:
+bench/load drives it (run.py through driver.py, over Locust's web API) and reads two things this
+file adds:
 - BRAID_LOAD_OPLOG: a file where every write is logged when it starts ("B seq op id timestamp
   name") and when its answer comes ("E seq status"), so the runner can check the collection against
   what the acknowledged writes imply;
@@ -33,7 +34,7 @@ from typing import IO, Any
 
 from locust import FastHttpUser, events, task
 
-from bench.workload import (
+from bench.load.workload import (
     DELETE_WEIGHT,
     ID_SPACE,
     MAKERS,

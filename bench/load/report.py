@@ -10,11 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.loadplan import GROWTH_LIMIT
-from bench.report import Report, write_csv
+from bench.common.report import Report, write_csv
+from bench.load.plan import GROWTH_LIMIT
 
 if TYPE_CHECKING:
-    from bench.loadplan import ConfigResult, Level, Plan
+    from bench.load.plan import ConfigResult, Level, Plan
 
 # "Amgix One Under Load": 4 cores of a Ryzen 9 5900X, CPU, pre-populated collection.
 PUBLISHED = {
@@ -246,9 +246,9 @@ def write(report: Report, plan: Plan, results: list[ConfigResult], out: Path | N
     level had errors or the check failed."""
     failed = False
     report.text(
-        f"Workload: bench/locustfile.py (80 % search, 19 % upsert, 1 % delete, no wait), levels "
-        f"measured for {plan.window_s:.0f} s after {plan.settle_s:.0f} s of settling; CPU in % of "
-        "one core."
+        "Workload: bench/load/locustfile.py (80 % search, 19 % upsert, 1 % delete, no wait), "
+        f"levels measured for {plan.window_s:.0f} s after {plan.settle_s:.0f} s of settling; "
+        "CPU in % of one core."
     )
     report.text("")
     stamp = time.strftime("%Y%m%dT%H%M", time.gmtime(report.started))

@@ -1,46 +1,30 @@
-"""The Amgix One load study on Braid: pre-populate, sweep user counts, overload, check nothing lost.
-
-    bench/load keyword hybrid          # the whole study (about 2 hours on 2 cores)
-    bench/load keyword --users 8,16    # chosen levels instead of the search for the knee
-    bench/load --smoke                 # a two-minute run of every step, to try the harness
-
-For each configuration it starts its own stack (harness/stack.py: the repo's
-supervisord.conf on free ports in a temporary folder), creates the collection, bulk-loads it
-(`POST …/documents/bulk`, 100 documents a request), then runs Locust (bench/locustfile.py) as a
-separate process and drives it through Locust's web API: for each user count ramp, settle, reset
-the statistics, measure for a fixed window. Levels grow by 1.5× until search p50 reaches 100 ms or
-the document queue grows; the last level under both limits is the knee. Then 5× the knee's users for
-10 minutes, back down to the knee, and time the recovery. Last, it waits for the queue to drain and
-checks every document against the acknowledged writes (harness/verify.py).
-
-Results: a section under "Runs of bench/load" in docs/benchmarks.md, and CSV and PNG files in
-docs/load/. Everything on one machine: the load generator's CPU is reported beside Braid's.
-"""
+"""One configuration of the load study, start to end: its own stack (harness/stack.py: the
+repo's supervisord.conf on free ports in a temporary folder), the collection created and bulk
+pre-populated, Locust (locustfile.py, through driver.py) at each user count, the overload and the
+recovery, the queue drained and every document checked against the acknowledged writes
+(harness/verify.py). What it finds goes into plan.py's ConfigResult; __main__.py reports it."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import shlex
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from bench import procs, pyspy, scrape, workload
-from bench.collection import Gauges, LoadCollection
-from bench.loadplan import P50_LIMIT_MS, ConfigResult, Level, Overload, Plan, Slice
-from bench.locustdriver import LocustProcess, failure_counts, number
-from bench.measure import slope
-from bench.report import Report
+from bench.common import procs, pyspy, scrape
+from bench.common.measure import slope
+from bench.load import workload
+from bench.load.collection import Gauges, LoadCollection
+from bench.load.driver import LocustProcess, failure_counts, number
+from bench.load.plan import P50_LIMIT_MS, ConfigResult, Level, Overload, Plan, Slice
 from core.bus import Bus
 from harness.stack import REPO_ROOT, Stack
 
 OUT_DIR = REPO_ROOT / "docs" / "load"
 RUNS_HEADING = "## Runs of bench/load"
 SAMPLE_S = 2.0  # queue depths are sampled this often during a level
+
 # --- the runner ---------------------------------------------------------------------------------
 
 
@@ -279,7 +263,7 @@ class Run:
 
 def raw_model_rate(contents: list[str], scratch: Path) -> float:
     """Documents/s of the model alone, in this process, on 2 threads, batches as the holders use."""
-    from bench import raw
+    from bench.common import raw
     from core.enums import EncoderBackend
     from core.settings import Settings
 
@@ -300,69 +284,3 @@ async def run_config(plan: Plan, config: str, scratch: Path) -> ConfigResult:
         result = await Run(plan, config, stack, scratch).run()
     result.bulk.raw_model_docs_s = raw_rate
     return result
-
-
-# --- the report ---------------------------------------------------------------------------------
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("configs", nargs="*", help="keyword, hybrid (default: both)")
-    parser.add_argument("--users", help="comma-separated user counts (default: find the knee)")
-    parser.add_argument("--documents", type=int, help="pre-populated documents (default 80000)")
-    parser.add_argument("--prepopulate-minutes", type=float, help="cap on pre-population (30)")
-    parser.add_argument("--window", type=float, help="measured seconds per level (60)")
-    parser.add_argument("--settle", type=float, help="seconds between ramp and measuring (60)")
-    parser.add_argument("--overload-minutes", type=float, help="at 5× the knee (10; 0: none)")
-    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
-    parser.add_argument("--profile-seconds", type=float, help="py-spy at the knee (20; 0: none)")
-    parser.add_argument("--locust-processes", type=int, help="Locust processes (1; more cores)")
-    parser.add_argument("--smoke", action="store_true", help="a short run of every step")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
-    configs = args.configs or (["keyword"] if args.smoke else ["keyword", "hybrid"])
-    if unknown := set(configs) - set(workload.CONFIGS):
-        parser.error(f"unknown configuration {sorted(unknown)}; choose from keyword, hybrid")
-    plan = Plan.smoke_test(configs) if args.smoke else Plan(configs=configs)
-    if args.users:
-        plan.users = [int(part) for part in args.users.split(",")]
-    if args.documents is not None:
-        plan.documents = args.documents
-    if args.prepopulate_minutes is not None:
-        plan.prepopulate_minutes = args.prepopulate_minutes
-    if args.window is not None:
-        plan.window_s = args.window
-    if args.settle is not None:
-        plan.settle_s = args.settle
-    if args.overload_minutes is not None:
-        plan.overload_s = args.overload_minutes * 60
-    plan.env.update(dict(item.split("=", 1) for item in args.env))
-    if args.profile_seconds is not None:
-        plan.profile_s = args.profile_seconds
-    if args.locust_processes is not None:
-        plan.locust_processes = args.locust_processes
-    plan.write = not args.no_write and not args.smoke
-    sys.exit(asyncio.run(study(plan)))
-
-
-async def study(plan: Plan) -> int:
-    from bench import loadreport
-
-    report = Report(
-        title="load study (" + ", ".join(plan.configs) + ")",
-        command=shlex.join(["bench/load", *sys.argv[1:]]),
-        runs_heading=RUNS_HEADING,
-    )
-    results = []
-    with tempfile.TemporaryDirectory(prefix="braid-load-") as scratch:
-        for config in plan.configs:
-            results.append(await run_config(plan, config, Path(scratch)))
-    failed = loadreport.write(report, plan, results, OUT_DIR if plan.write else None)
-    print(report.markdown())
-    if plan.write:
-        report.append_to()
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """The seed workload of the Amgix One load study: its documents, queries, collections and mix.
 
-Shared by the Locust users (bench/locustfile.py) and the runners' pre-population (bench/loadrun,
+Shared by the Locust users (locustfile.py) and the runners' pre-population (bench/load,
 bench/soak), so both write the same kind of documents. Faker text, as they ran it: `name` is
 `sentence(10)`, `content` five `paragraphs` joined by blank lines, a query `sentence(5)`; or, with
 varied lengths (bench/soak --hybrid), content of 3 to 300 words.
@@ -15,7 +15,7 @@ from typing import Any
 
 from faker import Faker
 
-COLLECTION = "load"  # the collection the runners create and bench/locustfile.py loads
+COLLECTION = "load"  # the collection the runners create and locustfile.py loads
 ID_SPACE = 100_000  # document ids 0 .. 99,999
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Weights of the user's tasks (they add up to 100).

@@ -1,10 +1,10 @@
 """The load study's scale table in one run: knee RPS of the keyword mix by number of search
 processes (api processes, each with its own replica of the store).
 
-    python3 -m bench.scale --processes 8,4,2,1 --users-per-process 4,10,24
+    python3 -m bench.load.scale --processes 8,4,2,1 --users-per-process 4,10,24
 
 One stack starts with the most api processes and is pre-populated once (the load study's keyword
-collection, 80,000 documents). Locust (bench/locustfile.py) runs the seed mix at each level: a
+collection, 80,000 documents). Locust (bench/load/locustfile.py) runs the seed mix at each level: a
 count's levels are the user counts per process times the count. Then api processes are stopped
 down to the next count while the load runs (`supervisorctl stop`: a graceful stop; the kernel's
 SO_REUSEPORT spreads new connections over the ones left) and the levels run again. Last, the queue
@@ -25,11 +25,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.collection import Gauges, LoadCollection
-from bench.loadplan import Level, Plan
-from bench.loadrun import RUNS_HEADING, Run
-from bench.locustdriver import LocustProcess
-from bench.report import Report
+from bench.common.report import Report
+from bench.load.collection import Gauges, LoadCollection
+from bench.load.driver import LocustProcess
+from bench.load.plan import Level, Plan
+from bench.load.run import RUNS_HEADING, Run
 from core.bus import Bus
 from harness import verify
 from harness.stack import Stack
@@ -116,7 +116,9 @@ def report(out: Report, found: dict[int, list[Level]], verdict: str, plan: Plan)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bench.load.scale", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--processes", default="2,1", help="api process counts (2,1)")
     parser.add_argument("--users-per-process", default="4,10,24", help="levels (4,10,24)")
     parser.add_argument("--documents", type=int, default=80_000, help="pre-populated (80000)")
@@ -133,7 +135,7 @@ def main() -> None:
     per_process = [int(part) for part in args.users_per_process.split(",")]
     out = Report(
         title="scale table (keyword, search processes)",
-        command=shlex.join(["python3", "-m", "bench.scale", *sys.argv[1:]]),
+        command=shlex.join(["python3", "-m", "bench.load.scale", *sys.argv[1:]]),
         runs_heading=RUNS_HEADING,
     )
     found, verdict = asyncio.run(scale(counts, per_process, plan, args.locust_processes))
