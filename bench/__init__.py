@@ -7,7 +7,7 @@ Studies (`--help` on each for its options):
     load/        python3 -m bench.load        the Amgix One load study: user sweep to the knee,
                                               overload, recovery, nothing lost (make load ARGS=…
                                               installs what is missing first)
-                 python3 -m bench.load.scale  the keyword knee by number of search processes
+                 python3 -m bench.load.scale  the keyword knee by number of api processes
     encoders/    python3 -m bench.encoders    the raw model vs the encoder pool
     soak/        python3 -m bench.soak        an hour at half the knee: memory and latency
     ceiling/     python3 -m bench.ceiling     CPU-ms per keyword search, Braid vs the bare engine

@@ -122,7 +122,7 @@ class UnavailableReason(StrEnum):
     DEPENDENCY_DOWN = "dependency_down"  # another socket failed or timed out under a handler
     NO_MODEL_HOLDER = "no_model_holder"  # no encoder holding the model is alive
     ENCODER_FAILED = "encoder_failed"  # an encoder's embedding lane crashed
-    STARTING = "starting"  # the search process is still loading its replica
+    STARTING = "starting"  # the search node is still loading its replica
     REPLICA_BEHIND = "replica_behind"  # the replica lacks the newest acknowledged write
     DOCUMENTS_LOCKED = "documents_locked"  # another batch holds the documents' locks
     STOPPING = "stopping"  # the answering process (api or encoder) is stopping

@@ -92,7 +92,7 @@ def stop_event_on_signals() -> asyncio.Event:
 
 def run_process(name: str, make: Callable[[], Awaitable[Service]]) -> None:
     """A process's main: `run_until_signalled` on uvloop, as uvicorn runs the api (the stock
-    loop's Python-level selector and socket writes were a fifth of a searcher's time)."""
+    loop's Python-level selector and socket writes were a fifth of a search node's time)."""
     uvloop.run(run_until_signalled(name, make))
 
 

@@ -107,7 +107,7 @@ class SystemInfo(BaseModel):
 
 
 class CopyStore(BaseModel):
-    """A searcher asks the worker for a copy of its shards, to start a replica from."""
+    """A search node asks the worker for a copy of its shards, to start a replica from."""
 
     op: Literal["copy_store"] = "copy_store"
     target: str  # an empty folder the worker writes the collections into

@@ -113,7 +113,7 @@ SEARCH_SECONDS = _histogram(
 )
 SEARCH_STAGE_SECONDS = _histogram(
     "braid_search_stage_duration_seconds",
-    "Time a search spent in one stage of the search process: query_embedding, engine or fusion",
+    "Time a search spent in one stage of a search: query_embedding, engine or fusion",
     "stage",
     trend_labels=("stage",),
 )

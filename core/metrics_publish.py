@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 PUBLISH_INTERVAL_S = 1.0
 # A node silent this long is reported down; one silent for FORGET_AFTER_S is dropped (a
-# searcher or encoder that the operator scaled away).
+# api or encoder that the operator scaled away).
 LIVE_WITHIN_S = 15.0
 FORGET_AFTER_S = 600.0
 

@@ -1,5 +1,5 @@
 """What the bus consumes: queues declared from a spec, and fanout exchanges where every listener
-gets its own copy (the replication stream from the worker to the searchers).
+gets its own copy (the replication stream from the worker to the search nodes).
 
 A listener's queue is its own: exclusive, gone with its connection, so a listener that reconnects
 starts from an empty queue and is told so (`on_subscribed`) to catch up by other means."""

@@ -77,7 +77,7 @@ class SearchService:
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse:
         if not self.ready:
             raise Unavailable(
-                "this search process is still loading its copy of the store; retry shortly",
+                "this search node is still loading its copy of the store; retry shortly",
                 self._settings.retry_after_s,
                 UnavailableReason.STARTING,
             )
@@ -95,7 +95,7 @@ class SearchService:
         assert self._replica is not None
         held = self._replica.position
         return Unavailable(
-            f"this search process's replica has not yet applied the newest acknowledged write "
+            f"this search node's replica has not yet applied the newest acknowledged write "
             f"(it holds {held.text() if held else 'none'}, the write is at "
             f"{visible.text() if visible else 'none'}); retry shortly",
             self._settings.retry_after_s,

@@ -165,11 +165,11 @@ class WorkerService:
 
     async def _call(self, call: WorkerCall) -> BaseModel:
         """The admin RPCs; after each, the replicas must hold what it wrote before a search
-        is answered (read-your-writes from any search process)."""
+        is answered (read-your-writes from any search node)."""
         request = call.request
         if isinstance(request, CopyStore):
             if self._replicator is None:
-                raise InvalidInput("the store is a Qdrant server: searchers need no copy")
+                raise InvalidInput("the store is a Qdrant server: search nodes need no copy")
             position = await self._replicator.copy(Path(request.target), request.collections)
             return StoreCopied(epoch=position.epoch, seq=position.seq)
         try:

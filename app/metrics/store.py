@@ -78,7 +78,7 @@ class MetricsStore:
         self._redis = redis
 
     async def nodes(self) -> dict[str, Node]:
-        """Every process that published its metrics (api, worker, searchers, encoders)."""
+        """Every process that published its metrics (api processes, worker, encoders)."""
         states = await read_nodes(self._redis, time.time())
         return {
             node: Node(state.role, state.last_seen, state.meta, trend_counters(state.series))

@@ -1,4 +1,4 @@
-"""Search: hybrid retrieval with fusion, answered by a search process (or the worker)."""
+"""Search: hybrid retrieval with fusion, answered by this api's search node (or, while it loads, the search queue)."""
 
 from __future__ import annotations
 

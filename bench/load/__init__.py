@@ -4,7 +4,7 @@ the recovery, and a check that no acknowledged write was lost.
 
     python3 -m bench.load keyword hybrid            # the study; --help for the options
     make load ARGS="keyword --smoke"                # the same after `make install`
-    python3 -m bench.load.scale --processes 8,4,2,1 # the keyword knee by search processes
+    python3 -m bench.load.scale --processes 8,4,2,1 # the keyword knee by api processes
 
 __main__.py reads the command line and records the report; run.py runs one configuration;
 plan.py is what a study is asked and what it finds (levels, the overload, the verdict);

@@ -1,5 +1,5 @@
-"""The load study's scale table in one run: knee RPS of the keyword mix by number of search
-processes (api processes, each with its own replica of the store).
+"""The load study's scale table in one run: knee RPS of the keyword mix by number of api
+processes (each with its search node and its own replica of the store).
 
     python3 -m bench.load.scale --processes 8,4,2,1 --users-per-process 4,10,24
 
@@ -134,7 +134,7 @@ def main() -> None:
     counts = [int(part) for part in args.processes.split(",")]
     per_process = [int(part) for part in args.users_per_process.split(",")]
     out = Report(
-        title="scale table (keyword, search processes)",
+        title="scale table (keyword, api processes)",
         command=shlex.join(["python3", "-m", "bench.load.scale", *sys.argv[1:]]),
         runs_heading=RUNS_HEADING,
     )

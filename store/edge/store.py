@@ -101,7 +101,7 @@ class EdgeStore:
         loop's thread: the engine holds the GIL while it works, so a worker thread bought the
         loop nothing but two hops a search. And its writes are not flushed one by one: a
         replica is copied anew at every start, so what a crash would lose costs nothing, while
-        the flush of every replicated write took a third of a searcher's time under load."""
+        the flush of every replicated write took a third of a search node's time under load."""
         root.mkdir(parents=True, exist_ok=True)
         lock = folder.take_lock(root)
         try:

@@ -12,7 +12,7 @@ before it takes over. So a search never waits for an optimized copy: one that ne
 made after the optimize would wait for the whole copy, and after a bulk load a copy can outlast
 BRAID_REPLICA_WAIT_S (a 503).
 A search waits until the replica holds the newest write a client was told succeeded
-(`caught_up`), so a search process never answers from an older state than a client saw.
+(`caught_up`), so a search node never answers from an older state than a client saw.
 The replica is also the search node's StoreReader: each read goes to the copy in use.
 """
 

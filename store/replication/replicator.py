@@ -101,7 +101,7 @@ class Replicator(ReadThrough, StoreWriter):
 
     async def _optimized(self, name: str) -> None:
         """A shard was optimized: the replicas copy it rather than optimize their own (one HNSW
-        build for the worker and every searcher, instead of one each)."""
+        build for the worker and every search node, instead of one each)."""
         async with self._lock:
             await self._send("optimized", advance=False, collection=name)
 
@@ -173,7 +173,7 @@ class Replicator(ReadThrough, StoreWriter):
         try:
             await self._bus.broadcast(REPLICATION_EXCHANGE, message)
         except Exception as exc:  # the write itself is done; the replicas will notice the gap
-            log.warning("could not broadcast %s %d:%d to the searchers: %s", op, epoch, seq, exc)
+            log.warning("could not broadcast %s %d:%d to the search nodes: %s", op, epoch, seq, exc)
 
     # --- reads (ReadThrough), housekeeping and close: the store's own ---
 

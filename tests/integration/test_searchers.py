@@ -32,7 +32,7 @@ from tests.integration.helpers import (
     wait_until,
 )
 
-SEARCHERS = 2  # api processes, each a search process
+SEARCHERS = 2  # api processes, each with its search node
 LOAD_THREADS = 4
 RESTART_S = 120.0
 OPTIMIZE_AFTER = 200  # writes before the worker optimizes a shard
@@ -110,7 +110,7 @@ def test_a_sync_write_is_found_at_once_by_every_search_process(
         # api processes (and each must see this version, never the one before).
         results = [found_anew(client, "ryw", "d") for _ in range(4)]
         assert results == [f"lemon tart version{version}"] * 4
-    # Every search process answered some of them (the heartbeat reports within two seconds).
+    # Every search node answered some of them (the heartbeat reports within two seconds).
     wait_until(lambda: all(served(board).get(i, 0) > before.get(i, 0) for i in ("1", "2")))
 
 

@@ -27,7 +27,7 @@ from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
 from core.throttle import LogThrottle
 
-BEHIND = "this search process's replica has not yet applied the newest write; retry shortly"
+BEHIND = "this search node's replica has not yet applied the newest write; retry shortly"
 
 
 class Clock:
