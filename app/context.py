@@ -19,7 +19,7 @@ from core.settings import Settings
 
 class LocalSearch(Protocol):
     """The query pipeline in this process (search.node.SearchNode; app/__main__.py plugs
-    it in, so the rest of app/ never imports worker/)."""
+    it in, so the rest of app/ knows only this protocol)."""
 
     @property
     def ready(self) -> bool: ...

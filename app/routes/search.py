@@ -1,4 +1,5 @@
-"""Search: hybrid retrieval with fusion, answered by this api's search node (or, while it loads, the search queue)."""
+"""Search: hybrid retrieval with fusion, answered by this api's search node (while it loads its
+replica, through the search queue)."""
 
 from __future__ import annotations
 

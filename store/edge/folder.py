@@ -174,7 +174,7 @@ def add_indexes(engine: qe.EdgeShard, schema: CollectionSchema) -> None:
 
 # Every optimize vacuums each segment holding a deleted or overwritten version (the engine's
 # default waits for 20 % of a segment of 1,000 vectors): the index statistics that large shards
-# take IDF from count only live points after it (edge_convert.INDEX_IDF_FROM).
+# take IDF from count only live points after it (convert.INDEX_IDF_FROM).
 VACUUM = qe.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=0)
 # One thread runs a search's reads, segment after segment. The engine's default, a thread per
 # CPU reading segments in parallel, made a keyword search 1.37 CPU-ms instead of 1.10 for 0.1 ms

@@ -4,7 +4,7 @@ The engine's `optimize()` (HNSW build, vacuum, merges) holds the GIL for its who
 measured: 7 s for 20k 384-d points, during which no other thread of the process ran. So it runs
 in a child process, on a copy of the shard taken between writes; the writes made meanwhile are
 kept in a journal and replayed onto the optimized copy, which is then swapped in. A crash at any
-step leaves either the old shard or the complete new one (see edge_folder.recover).
+step leaves either the old shard or the complete new one (see folder.recover).
 
 `python -m store.edge.optimize <shard folder>` is the child.
 """

@@ -255,7 +255,7 @@ class EdgeStore:
     async def maintain(self, name: str) -> None:
         """Start optimizing the shard when it changed enough since the last time; one at a time.
 
-        The optimize runs in a child process on a copy (see edge_optimize) and is swapped in
+        The optimize runs in a child process on a copy (see optimize.py) and is swapped in
         when done; this returns at once. `maintenance_done` waits for it.
         """
         shard = self._shard(name)
