@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from search.facets import cap_groups, facet_counts, group_value
 
 
 def test_facet_counts_count_each_document_once_per_value_and_keep_the_commonest() -> None:
-    pool = [
+    pool: list[dict[str, Any] | None] = [
         {"genre": "novel", "year": 2020, "tags": ["a", "b", "a"], "on": True},
         {"genre": "novel", "year": 2021, "tags": ["a"], "on": False},
         {"genre": "poetry", "year": 2020, "on": True},

@@ -94,7 +94,7 @@ class FakeRedis:
     """The searchers hash: each beat written, and the fields deleted."""
 
     def __init__(self, log: list[str], fail_delete: bool = False) -> None:
-        self.searchers: dict[str, str] = {}
+        self.searchers: dict[bytes | str, bytes | str] = {}
         self.beats = 0
         self.beat = asyncio.Event()
         self._log = log
