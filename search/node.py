@@ -32,7 +32,7 @@ from core.metrics import Recorder
 from core.names import SEARCH_QUEUE, RedisKeys
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
-from search.querying import Searcher
+from search.querying import QueryPipeline
 from search.searching import SearchService
 from store.backends import open_store
 from store.protocol import StoreReader
@@ -64,8 +64,8 @@ class SearchNode:
         self._replica = replica
         catalog = Catalog(redis)
         vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
-        searcher = Searcher(store, vectorizer, catalog, recorder)
-        self._service = SearchService(settings, searcher, catalog, replica)
+        pipeline = QueryPipeline(store, vectorizer, catalog, recorder)
+        self._service = SearchService(settings, pipeline, catalog, replica)
         self._served = 0
         self._loading: asyncio.Task[None] | None = None
         self._heartbeat = Periodic("search heartbeat", SEARCH_NODE_BEAT_S, self._beat)

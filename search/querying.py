@@ -41,7 +41,7 @@ class _Round:
     fusion_s: float  # time fusing the arms' hits
 
 
-class Searcher:
+class QueryPipeline:
     def __init__(
         self,
         store: StoreReader,

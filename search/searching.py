@@ -12,7 +12,7 @@ from core.errors import Unavailable
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
-from search.querying import Searcher
+from search.querying import QueryPipeline
 from store.replication.marks import Marks
 from store.replication.replica import Replica
 from store.replication.replicator import Position
@@ -44,19 +44,19 @@ class Configs:
 
 
 class SearchService:
-    """Answers a search over `searcher`'s store. With a `replica` (an api's embedded copy) only
+    """Answers a search over `pipeline`'s store. With a `replica` (an api's embedded copy) only
     once it is loaded and holds the newest acknowledged write; without (the worker's own store,
     or a Qdrant server) at once."""
 
     def __init__(
         self,
         settings: Settings,
-        searcher: Searcher,
+        pipeline: QueryPipeline,
         catalog: Catalog,
         replica: Replica | None = None,
     ) -> None:
         self._settings = settings
-        self._searcher = searcher
+        self._pipeline = pipeline
         self._configs = Configs(catalog)
         self._replica = replica
         self._marks: Marks | None = None  # given with the replica's first copy (`loaded`)
@@ -88,7 +88,7 @@ class SearchService:
             if not await self._replica.caught_up(position, self._settings.replica_wait_s):
                 raise self._behind(position)
         config = await self._configs.get(collection, generation)
-        return await self._searcher.search(collection, query, config)
+        return await self._pipeline.search(collection, query, config)
 
     def _behind(self, visible: Position | None) -> Unavailable:
         """The 503 of a replica that did not reach the newest acknowledged write in time."""

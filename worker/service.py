@@ -35,7 +35,7 @@ from core.settings import Settings
 from core.topology import topology
 from core.watchdog import Watchdog
 from search.joining import Joiner
-from search.querying import Searcher
+from search.querying import QueryPipeline
 from search.searching import SearchService
 from store.backends import open_store
 from store.edge.store import EdgeStore
@@ -85,8 +85,8 @@ class WorkerService:
         indexer = Indexer(
             store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis), self._recorder
         )
-        searcher = Searcher(store, self._vectorizer, catalog, self._recorder)
-        self._searches = SearchService(settings, searcher, catalog)  # the store's owner: no wait
+        pipeline = QueryPipeline(store, self._vectorizer, catalog, self._recorder)
+        self._searches = SearchService(settings, pipeline, catalog)  # the store's owner: no wait
         browser = Browser(store, catalog, Joiner(store, catalog))
         self._admin = Admin(store, catalog, ledger, indexer, self._vectorizer, stats, browser)
         self._consumer = DocumentConsumer(

@@ -47,8 +47,9 @@ class Planned:
 
 
 def plan(config: CollectionConfig, body: dict[str, object], trigrams: bool = True) -> Planned:
-    """The arm queries of a search body, as search.querying.Searcher builds them (lexical arms);
-    without `trigrams`, WMTR query vectors keep their words only (what those terms cost)."""
+    """The arm queries of a search body, as the query pipeline (search.querying) builds them
+    (lexical arms); without `trigrams`, WMTR query vectors keep their words only (what those terms
+    cost)."""
     query = SearchQuery.model_validate(body)
     arms = plan_arms(config, query)
     window = candidate_window(query, len(arms))

@@ -1,6 +1,6 @@
 """An api's search node (search/node.py): not ready before its replica's first copy,
 what it answers while loading and behind, when it starts consuming the search queue, its beat,
-and close. The bus, Redis, the replica, the catalog and the searcher are stand-ins; the marks
+and close. The bus, Redis, the replica, the catalog and the query pipeline are stand-ins; the marks
 are the real mapped file the worker writes, in a temporary folder. Every wait is on an event of
 a stand-in, bounded by a timeout that only a broken node reaches."""
 
@@ -245,7 +245,7 @@ def searchers(monkeypatch: pytest.MonkeyPatch) -> list[Recording]:
         built.append(Recording())
         return built[-1]
 
-    monkeypatch.setattr(search_node_module, "Searcher", searcher)
+    monkeypatch.setattr(search_node_module, "QueryPipeline", searcher)
     monkeypatch.setattr(search_node_module, "Catalog", TableCatalog)
     monkeypatch.setattr(gc, "freeze", lambda: None)
     return built

@@ -29,7 +29,7 @@ from core.schemas.document import Document
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult
 from search import joining
 from search.planning import POOL_WINDOW
-from search.querying import Searcher
+from search.querying import QueryPipeline
 from store.edge.store import EdgeStore
 from store.payload import to_payload
 from store.protocol import PointWrite
@@ -101,7 +101,7 @@ class Configs:
 
 
 class Braid:
-    """Collections in a real store, and the Searcher that answers searches over them."""
+    """Collections in a real store, and the QueryPipeline that answers searches over them."""
 
     def __init__(self, store: EdgeStore) -> None:
         self.store = store
@@ -109,7 +109,7 @@ class Braid:
         # Lexical and custom query vectors are made here; the bus and Redis carry model work
         # only, which none of these collections has.
         vectorizer = Vectorizer(cast(Bus, None), cast(Redis, None), timeout_s=1.0)
-        self.searcher = Searcher(store, vectorizer, cast(Catalog, self.catalog))
+        self.searcher = QueryPipeline(store, vectorizer, cast(Catalog, self.catalog))
 
     async def create(
         self,

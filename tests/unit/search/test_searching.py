@@ -1,5 +1,5 @@
 """One search, whichever door it came through (search/searching.py): when a process may answer,
-the 503s it answers otherwise, and where the collection's config comes from. The searcher, the
+the 503s it answers otherwise, and where the collection's config comes from. The query pipeline, the
 catalog and the replica are stand-ins; the marks are the real mapped file."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from core.errors import CollectionNotFound, Unavailable
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
-from search.querying import Searcher
+from search.querying import QueryPipeline
 from search.searching import SearchService
 from store.replication.marks import Marks
 from store.replication.replica import Replica
@@ -41,7 +41,7 @@ class TableCatalog:
 
 
 class Recording:
-    """A searcher that keeps what it was asked, with the config it was given."""
+    """A query pipeline that keeps what it was asked, with the config it was given."""
 
     def __init__(self) -> None:
         self.searched: list[tuple[str, CollectionConfig]] = []
@@ -69,14 +69,14 @@ class HeldReplica:
 def service(
     replica: HeldReplica | None = None,
 ) -> tuple[SearchService, Recording, TableCatalog]:
-    searcher, catalog = Recording(), TableCatalog()
+    pipeline, catalog = Recording(), TableCatalog()
     built = SearchService(
         Settings(retry_after_s=3),
-        cast(Searcher, searcher),
+        cast(QueryPipeline, pipeline),
         cast(Catalog, catalog),
         cast(Replica, replica) if replica is not None else None,
     )
-    return built, searcher, catalog
+    return built, pipeline, catalog
 
 
 def marks(tmp_path: Path, visible: tuple[int, int] | None = None, bumps: int = 0) -> Marks:
@@ -89,29 +89,29 @@ def marks(tmp_path: Path, visible: tuple[int, int] | None = None, bumps: int = 0
 
 
 async def test_without_a_replica_it_answers_at_once_and_reads_the_config_every_search() -> None:
-    searches, searcher, catalog = service()
+    searches, pipeline, catalog = service()
     assert searches.ready
     assert await searches.search("books", QUERY) == ANSWER
     assert await searches.search("books", QUERY) == ANSWER
     assert catalog.reads == ["books", "books"]  # no marks: nothing says a kept config is current
-    assert [name for name, _ in searcher.searched] == ["books", "books"]
+    assert [name for name, _ in pipeline.searched] == ["books", "books"]
 
 
 async def test_a_replica_still_loading_is_not_ready_and_answers_503_starting() -> None:
-    searches, searcher, catalog = service(HeldReplica(None))
+    searches, pipeline, catalog = service(HeldReplica(None))
     assert not searches.ready
     with pytest.raises(Unavailable) as raised:
         await searches.search("books", QUERY)
     assert raised.value.reason == UnavailableReason.STARTING
     assert raised.value.retry_after_s == 3
-    assert searcher.searched == [] and catalog.reads == []
+    assert pipeline.searched == [] and catalog.reads == []
 
 
 async def test_a_loaded_replica_keeps_each_config_until_the_generation_moves(
     tmp_path: Path,
 ) -> None:
     replica = HeldReplica(Position(1, 5))
-    searches, searcher, catalog = service(replica)
+    searches, pipeline, catalog = service(replica)
     worker = marks(tmp_path, visible=(1, 5))
     searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
     assert searches.ready
@@ -122,29 +122,29 @@ async def test_a_loaded_replica_keeps_each_config_until_the_generation_moves(
     await searches.search("books", QUERY)
     assert catalog.reads == ["books", "books"]
     assert replica.asked == [Position(1, 5)] * 3
-    assert len(searcher.searched) == 3
+    assert len(pipeline.searched) == 3
 
 
 async def test_a_replica_behind_the_newest_acknowledged_write_answers_503_behind(
     tmp_path: Path,
 ) -> None:
-    searches, searcher, catalog = service(HeldReplica(Position(1, 4)))
+    searches, pipeline, catalog = service(HeldReplica(Position(1, 4)))
     marks(tmp_path, visible=(1, 5))
     searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
     with pytest.raises(Unavailable) as raised:
         await searches.search("books", QUERY)
     assert raised.value.reason == UnavailableReason.REPLICA_BEHIND
     assert "holds 1:4" in str(raised.value) and "at 1:5" in str(raised.value)
-    assert searcher.searched == [] and catalog.reads == []
+    assert pipeline.searched == [] and catalog.reads == []
 
 
 async def test_a_missing_collection_is_the_catalogs_404_and_nothing_is_kept(
     tmp_path: Path,
 ) -> None:
-    searches, searcher, catalog = service(HeldReplica(Position(1, 1)))
+    searches, pipeline, catalog = service(HeldReplica(Position(1, 1)))
     marks(tmp_path)
     searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
     for _ in range(2):
         with pytest.raises(CollectionNotFound):
             await searches.search("missing", QUERY)
-    assert catalog.reads == ["missing", "missing"] and searcher.searched == []
+    assert catalog.reads == ["missing", "missing"] and pipeline.searched == []
