@@ -151,12 +151,13 @@ class Joiner:
         for document in documents:
             document["joined"][spec.child] = []
             for value in _join_values(document, spec.parent_key):
-                wanted[value].append(document)
+                # A child's id is text: the parent's integer 7 names the child "7".
+                wanted[value if spec.child_key else str(value)].append(document)
         if not wanted:
             return
         values = tuple(wanted)
         if spec.child_key is None:
-            keys = PointFilter(metadata=child_expr, doc_ids=tuple(str(v) for v in values))
+            keys = PointFilter(metadata=child_expr, doc_ids=values)
         else:
             match = Condition(spec.child_key, FilterOp.IN, values)
             expr = match if child_expr is None else AllOf((match, child_expr))

@@ -297,6 +297,18 @@ async def library(braid: Braid) -> None:
     )
 
 
+async def volumes(braid: Braid) -> None:
+    """`volumes`, whose integer `number` names a document of `chapters` by its id."""
+    await braid.create("volumes", CONTENT, indexes={"number": "integer"})
+    await braid.write(
+        "volumes",
+        doc("v1", "comet comet", metadata={"number": 7}),
+        doc("v2", "comet", metadata={"number": 8}),
+    )
+    await braid.create("chapters")
+    await braid.write("chapters", doc("7", "the seventh"), doc("9", "the ninth"))
+
+
 CORPORA: list[Callable[[Braid], Awaitable[None]]] = [
     sky,
     crowd,
@@ -309,6 +321,7 @@ CORPORA: list[Callable[[Braid], Awaitable[None]]] = [
     tallies,
     seventy,
     library,
+    volumes,
 ]
 
 
@@ -593,6 +606,12 @@ async def test_a_join_by_a_child_key_attaches_every_child_naming_the_parent_in_i
 async def test_a_join_by_keys_on_both_sides_matches_their_values(braid: Braid) -> None:
     answer = await braid.search("books", "comet", join="shelves[$.meta.series=$$.meta.series]")
     assert joined(answer, "shelves") == {"b1": ["s1", "s2"], "b2": [], "b3": []}
+
+
+async def test_a_join_from_an_integer_key_to_a_child_id_matches_its_digits(braid: Braid) -> None:
+    """A document id is text: the integer 7 names the child "7"."""
+    answer = await braid.search("volumes", "comet", join="chapters[$.meta.number=$$id]")
+    assert joined(answer, "chapters") == {"v1": ["7"], "v2": []}
 
 
 async def test_a_join_filter_keeps_only_the_children_it_matches(braid: Braid) -> None:
