@@ -195,7 +195,7 @@ class Fixture:
     def __init__(
         self,
         tmp_path: Path,
-        searchers: list[Recording],
+        pipelines: list[Recording],
         replica: bool = True,
         visible: tuple[int, int] | None = (1, 5),
         copied: Position = NEWEST,
@@ -219,7 +219,7 @@ class Fixture:
             cast(Replica, self.replica) if self.replica is not None else None,
         )
         self.bus.node = self.node
-        self.searcher = searchers[-1]  # the one the node built
+        self.pipeline = pipelines[-1]  # the one the node built
 
     async def loading(self) -> None:
         """Return once the started node's replica is taking its first copy."""
@@ -237,15 +237,15 @@ class Fixture:
 
 
 @pytest.fixture
-def searchers(monkeypatch: pytest.MonkeyPatch) -> list[Recording]:
-    """The searchers the nodes built; the catalog a table; a node's gc.freeze left undone."""
+def pipelines(monkeypatch: pytest.MonkeyPatch) -> list[Recording]:
+    """The query pipelines the nodes built; the catalog a table; a node's gc.freeze left undone."""
     built: list[Recording] = []
 
-    def searcher(*args: object) -> Recording:
+    def pipeline(*args: object) -> Recording:
         built.append(Recording())
         return built[-1]
 
-    monkeypatch.setattr(search_node_module, "QueryPipeline", searcher)
+    monkeypatch.setattr(search_node_module, "QueryPipeline", pipeline)
     monkeypatch.setattr(search_node_module, "Catalog", TableCatalog)
     monkeypatch.setattr(gc, "freeze", lambda: None)
     return built
@@ -258,9 +258,9 @@ def beat_every_tick(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_a_node_answers_503_starting_until_its_replicas_first_copy_is_loaded(
-    tmp_path: Path, searchers: list[Recording]
+    tmp_path: Path, pipelines: list[Recording]
 ) -> None:
-    built = Fixture(tmp_path, searchers)
+    built = Fixture(tmp_path, pipelines)
     node, replica = built.node, built.replica
     assert replica is not None
     assert not node.ready
@@ -272,19 +272,19 @@ async def test_a_node_answers_503_starting_until_its_replicas_first_copy_is_load
             await node.search("books", QUERY)
         assert raised.value.reason == UnavailableReason.STARTING
         assert raised.value.retry_after_s == 3
-        assert built.searcher.searched == []
+        assert built.pipeline.searched == []
         await built.loaded()
         assert node.ready
         assert await node.search("books", QUERY) == ANSWER
-        assert built.searcher.searched == ["books"]
+        assert built.pipeline.searched == ["books"]
     finally:
         await node.close()
 
 
 async def test_it_consumes_the_search_queue_only_once_ready_and_ahead_of_the_worker(
-    tmp_path: Path, searchers: list[Recording]
+    tmp_path: Path, pipelines: list[Recording]
 ) -> None:
-    built = Fixture(tmp_path, searchers)
+    built = Fixture(tmp_path, pipelines)
     node, replica = built.node, built.replica
     assert replica is not None
     node.start()
@@ -304,15 +304,15 @@ async def test_it_consumes_the_search_queue_only_once_ready_and_ahead_of_the_wor
         assert built.bus.handler is not None
         queued = SearchRequest(collection="films", query=QUERY)
         assert await built.bus.handler(queued) == ANSWER  # the same door as the fast path
-        assert built.searcher.searched == ["films"]
+        assert built.pipeline.searched == ["films"]
     finally:
         await node.close()
 
 
 async def test_a_loaded_node_behind_the_newest_acknowledged_write_answers_503_not_older_state(
-    tmp_path: Path, searchers: list[Recording]
+    tmp_path: Path, pipelines: list[Recording]
 ) -> None:
-    built = Fixture(tmp_path, searchers, visible=(1, 4), copied=Position(1, 4))
+    built = Fixture(tmp_path, pipelines, visible=(1, 4), copied=Position(1, 4))
     node, replica = built.node, built.replica
     assert replica is not None
     node.start()
@@ -327,18 +327,18 @@ async def test_a_loaded_node_behind_the_newest_acknowledged_write_answers_503_no
         assert built.bus.handler is not None
         with pytest.raises(Unavailable):  # nor from the queue
             await built.bus.handler(SearchRequest(collection="books", query=QUERY))
-        assert built.searcher.searched == ["books"]  # only the search before the write
+        assert built.pipeline.searched == ["books"]  # only the search before the write
         replica.position = Position(1, 5)  # the replica applied it
         assert await node.search("books", QUERY) == ANSWER
-        assert built.searcher.searched == ["books", "books"]
+        assert built.pipeline.searched == ["books", "books"]
     finally:
         await node.close()
 
 
 async def test_its_beat_says_searches_answered_the_replicas_position_and_copies(
-    tmp_path: Path, searchers: list[Recording], beat_every_tick: None
+    tmp_path: Path, pipelines: list[Recording], beat_every_tick: None
 ) -> None:
-    built = Fixture(tmp_path, searchers, visible=(1, 5), copied=Position(1, 5))
+    built = Fixture(tmp_path, pipelines, visible=(1, 5), copied=Position(1, 5))
     node = built.node
     node.start()
     try:
@@ -359,9 +359,9 @@ async def test_its_beat_says_searches_answered_the_replicas_position_and_copies(
 
 
 async def test_a_node_without_a_replica_is_ready_at_once_and_beats_no_position(
-    tmp_path: Path, searchers: list[Recording], beat_every_tick: None
+    tmp_path: Path, pipelines: list[Recording], beat_every_tick: None
 ) -> None:
-    built = Fixture(tmp_path, searchers, replica=False)
+    built = Fixture(tmp_path, pipelines, replica=False)
     node = built.node
     assert node.ready
     node.start()
@@ -378,9 +378,9 @@ async def test_a_node_without_a_replica_is_ready_at_once_and_beats_no_position(
 
 
 async def test_close_stops_consuming_first_then_releases_the_replica_marks_and_beat(
-    tmp_path: Path, searchers: list[Recording], beat_every_tick: None
+    tmp_path: Path, pipelines: list[Recording], beat_every_tick: None
 ) -> None:
-    built = Fixture(tmp_path, searchers)
+    built = Fixture(tmp_path, pipelines)
     node, replica = built.node, built.replica
     assert replica is not None
     opened: list[Marks] = []
@@ -413,9 +413,9 @@ async def test_close_stops_consuming_first_then_releases_the_replica_marks_and_b
 
 
 async def test_close_while_loading_cancels_the_load_and_never_consumes_the_queue(
-    tmp_path: Path, searchers: list[Recording]
+    tmp_path: Path, pipelines: list[Recording]
 ) -> None:
-    built = Fixture(tmp_path, searchers)
+    built = Fixture(tmp_path, pipelines)
     node, replica = built.node, built.replica
     assert replica is not None
     node.start()
@@ -428,9 +428,9 @@ async def test_close_while_loading_cancels_the_load_and_never_consumes_the_queue
 
 
 async def test_a_redis_error_removing_the_beat_does_not_fail_close(
-    tmp_path: Path, searchers: list[Recording]
+    tmp_path: Path, pipelines: list[Recording]
 ) -> None:
-    built = Fixture(tmp_path, searchers, fail_delete=True)
+    built = Fixture(tmp_path, pipelines, fail_delete=True)
     node, replica = built.node, built.replica
     assert replica is not None
     node.start()
