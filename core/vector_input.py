@@ -11,6 +11,8 @@ Conversion rules:
   vector with more than `top_k` entries fails its write (`check_top_k`, in the worker, so the
   write is `failed` with the reason, as in Amgix): silently dropping a caller's entries is worse.
   A query's keeps its `top_k` largest by absolute value (ties: lower index).
+- empty: a document's custom vector must hold an entry (400, as in Amgix); a precomputed sparse
+  vector may be empty and is stored empty, as given.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def check_top_k(config: CollectionConfig, given: GivenVectors, document_id: str)
         if isinstance(value, SparseVector) and vector is not None and len(value) > vector.top_k:
             raise InvalidInput(
                 f"Document '{document_id}': vector '{name}' ({field.value}) has {len(value)}"
-                f" entries, more than its top_k of {vector.top_k}"
+                f" entries; the max allowed is its top_k of {vector.top_k}"
             )
 
 
@@ -159,8 +161,15 @@ def document_vectors(config: CollectionConfig, document: Document) -> GivenVecto
     """
     given: GivenVectors = {}
     for custom in document.custom_vectors or []:
-        where = f"Document '{document.id}': custom vector '{custom.vector_name}'"
+        where = (
+            f"Document '{document.id}': custom vector '{custom.vector_name}' ({custom.field.value})"
+        )
         vector = _slot_vector(config, given, custom.vector_name, custom.field, where)
+        # Refused as Amgix does; for a vector of another type custom_vector says what is wrong.
+        if not custom.vector and vector.type.is_custom:
+            raise InvalidInput(
+                f"{where} is empty: give at least one entry, or leave the vector out"
+            )
         given[(vector.name, custom.field)] = custom_vector(vector, custom.vector, where)
     for data in document.vectors or []:
         where = f"Document '{document.id}': vector '{data.vector_name}' ({data.field.value})"

@@ -109,7 +109,8 @@ def local_vectors(
 ) -> LocalVectors:
     """Vectors the document brings (custom, precomputed), lexical ones, and reusable model ones.
 
-    A slot the document brings a vector for is never computed; a custom slot without one and a
+    A slot the document brings a vector for is never computed, and gets it as given (an empty
+    precomputed sparse vector is stored empty, as Amgix does); a custom slot without one and a
     slot with blank text get no vector.
     """
     local = LocalVectors()
@@ -118,7 +119,7 @@ def local_vectors(
     for slot in all_slots:
         brought = given.get((slot.vector.name, slot.field))
         if brought is not None or slot.kind.is_custom:
-            if brought is not None and len(brought):
+            if brought is not None:
                 local.vectors[slot.name] = brought
             continue
         text = document.field_text(slot.field)

@@ -14,6 +14,7 @@ from store.protocol import (
     ArmQuery,
     CollectionExists,
     CollectionMissing,
+    PointWrite,
     Store,
     StoreError,
     summed_ranking,
@@ -99,6 +100,16 @@ async def test_retrieve_with_vectors_returns_dense_and_sparse(docs: Store) -> No
         vector = got.vectors[slot]
         assert isinstance(vector, SparseVector)
         assert dict(zip(vector.indices, vector.values, strict=True)) == {7: 0.25, 3: 2.0}
+
+
+async def test_an_empty_sparse_vector_is_stored_and_comes_back_empty(docs: Store) -> None:
+    empty = SparseVector(indices=[], values=[])  # a document's precomputed vector, as given
+    vectors = {**point("e").vectors, "lex": empty}
+    await docs.upsert(COLLECTION, [PointWrite("e", {}, vectors), point("f", sparse={1: 1.0})])
+    got = (await docs.retrieve(COLLECTION, ["e"], with_vectors=True))["e"]
+    assert got.vectors is not None and got.vectors["lex"] == empty
+    hits = await docs.query_arms(COLLECTION, [ArmQuery("lex", sparse({1: 1.0}), 10)])
+    assert ids(hits[0]) == ["f"]
 
 
 async def test_retrieve_leaves_out_absent_ids(docs: Store) -> None:

@@ -1,6 +1,7 @@
-"""Behaviours an Amgix user relies on, each as Amgix v1 does it (issue 13): object metadata,
-datetimes back as given, exclude with join, a capped null group, vector name rules, model
-errors, precomputed vectors checked at the door, sparse vectors over top_k, offline docs."""
+"""Behaviours an Amgix user relies on, each as Amgix v1 does it (issues 13 and 31): object
+metadata, datetimes back as given, exclude with join, a capped null group, vector name rules,
+model errors, empty vectors (a custom one refused at the door, a precomputed sparse one stored
+empty), sparse vectors over top_k, offline docs."""
 
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ def _sync(client: httpx.Client, name: str, body: dict[str, Any]) -> httpx.Respon
     return client.post(f"/v1/collections/{name}/documents/sync", json=body)
 
 
+def _upsert(client: httpx.Client, name: str, route: str, body: dict[str, Any]) -> httpx.Response:
+    """One document through the sync, async or bulk door."""
+    base = f"/v1/collections/{name}/documents"
+    if route == "sync":
+        return client.post(f"{base}/sync", json=body)
+    if route == "async":
+        return client.post(base, json=body)
+    return client.post(f"{base}/bulk", json={"documents": [body]})
+
+
 OBJECTS: dict[str, Any] = {
     "wrapped": {"value": {"size": 3, "tags": ["a"]}, "type": "object"},
     "plain": {"k": [1, 2], "nested": {"x": None}},
@@ -54,14 +65,7 @@ OBJECTS: dict[str, Any] = {
 def test_object_metadata_is_accepted_and_comes_back_unchanged(
     client: httpx.Client, meta: str, route: str
 ) -> None:
-    body = doc(f"obj-{route}", "lantern harbor", metadata=OBJECTS)
-    base = f"/v1/collections/{meta}/documents"
-    if route == "sync":
-        answer = client.post(f"{base}/sync", json=body)
-    elif route == "async":
-        answer = client.post(base, json=body)
-    else:
-        answer = client.post(f"{base}/bulk", json={"documents": [body]})
+    answer = _upsert(client, meta, route, doc(f"obj-{route}", "lantern harbor", metadata=OBJECTS))
     assert answer.status_code == 200, answer.text
     stored = wait_until(lambda: get_doc(client, meta, f"obj-{route}"), timeout=60)
     expected = {**OBJECTS, "wrapped": OBJECTS["wrapped"]["value"]}
@@ -184,39 +188,51 @@ def custom(client: httpx.Client) -> Iterator[str]:
     vectors = [
         {"name": "dc", "type": "dense_custom", "dimensions": 3, "index_fields": ["content"]},
         {"name": "sp", "type": "sparse_custom", "top_k": 3, "index_fields": ["content"]},
+        {"name": "kw", "type": "keyword", "index_fields": ["content"]},
     ]
     create(client, name, {"vectors": vectors})
     yield name
     client.delete(f"/v1/collections/{name}")
 
 
-@pytest.mark.parametrize(
-    "extra",
-    [
-        {"custom_vectors": [{"vector_name": "dc", "field": "content", "vector": []}]},
-        {"vectors": [{"vector_name": "dc", "field": "content", "dense_vector": []}]},
-    ],
-)
-def test_an_empty_dense_vector_is_400_at_the_door(
-    client: httpx.Client, custom: str, extra: dict[str, Any]
+@pytest.mark.parametrize("route", ["sync", "async", "bulk"])
+@pytest.mark.parametrize("vector", ["dc", "sp"])
+def test_an_empty_custom_vector_is_400_at_the_door_saying_what_to_fix(
+    client: httpx.Client, custom: str, vector: str, route: str
 ) -> None:
-    answer = client.post(f"/v1/collections/{custom}/documents", json=doc("e", "x", **extra))
+    empty = [{"vector_name": vector, "field": "content", "vector": []}]
+    answer = _upsert(client, custom, route, doc("e", "x", custom_vectors=empty))
     assert answer.status_code == 400, answer.text
+    detail = answer.json()["detail"]
+    assert f"custom vector '{vector}' (content) is empty" in detail
+    assert "give at least one entry, or leave the vector out" in detail
 
 
-def test_an_empty_sparse_vector_is_accepted_and_stores_nothing(
+def test_an_empty_precomputed_dense_vector_is_400_at_the_door(
     client: httpx.Client, custom: str
 ) -> None:
-    empty = [{"vector_name": "sp", "field": "content", "vector": []}]
-    answer = client.post(
-        f"/v1/collections/{custom}/documents/sync", json=doc("s", "x", custom_vectors=empty)
-    )
-    assert answer.status_code == 200, answer.text
-    stored = client.get(f"/v1/collections/{custom}/documents/s?with_vectors=true").json()
-    assert not [v for v in stored.get("vectors") or [] if v["vector_name"] == "sp"]
+    empty = [{"vector_name": "dc", "field": "content", "dense_vector": []}]
+    answer = client.post(f"/v1/collections/{custom}/documents", json=doc("e", "x", vectors=empty))
+    assert answer.status_code == 400, answer.text
+    assert "has 0 numbers but vector 'dc' has 3 dimensions" in answer.json()["detail"]
 
 
-def test_a_sparse_vector_over_top_k_fails_its_write_naming_top_k(
+def test_an_empty_precomputed_sparse_vector_is_stored_and_returned_empty(
+    client: httpx.Client, custom: str
+) -> None:
+    empty = {"vector_name": "kw", "field": "content", "sparse_indices": [], "sparse_values": []}
+    for seconds in (0, 1):  # sent again unchanged, it stays as given
+        body = doc("pe", "lighthouse keeper", seconds, vectors=[empty])
+        assert _sync(client, custom, body).status_code == 200
+        stored = client.get(f"/v1/collections/{custom}/documents/pe?with_vectors=true").json()
+        (kw,) = [v for v in stored["vectors"] if v["vector_name"] == "kw"]
+        assert (kw["field"], kw["sparse_indices"], kw["sparse_values"]) == ("content", [], [])
+    assert _sync(client, custom, doc("pt", "lighthouse keeper")).status_code == 200
+    arm = [{"vector_name": "kw", "field": "content"}]
+    assert search_ids(client, custom, "lighthouse", vector_options=arm) == ["pt"]
+
+
+def test_a_sparse_vector_over_top_k_fails_its_write_naming_the_max_allowed_top_k(
     client: httpx.Client, custom: str
 ) -> None:
     pairs = [[1, 0.5], [2, 0.5], [3, 0.5], [4, 0.5]]
@@ -230,7 +246,7 @@ def test_a_sparse_vector_over_top_k_fails_its_write_naming_top_k(
         return next((s for s in statuses if s["status"] == "failed"), None)
 
     entry = wait_until(failed, timeout=120, interval=0.5)
-    assert "top_k" in entry["info"]
+    assert "max allowed" in entry["info"] and "top_k" in entry["info"]
     assert get_doc(client, custom, "t") is None  # nothing was silently cut and stored
 
 

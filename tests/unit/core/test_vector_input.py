@@ -71,11 +71,13 @@ def test_a_sparse_custom_vector_comes_out_sorted_by_index() -> None:
     assert vectors[("sp", IndexField.NAME)] == SparseVector(indices=[2, 9], values=[1.5, 0.5])
 
 
-def test_a_document_sparse_vector_over_top_k_fails_naming_top_k() -> None:
+def test_a_document_sparse_vector_over_top_k_fails_naming_the_max_allowed_top_k() -> None:
     pairs = [[1, 0.1], [2, -0.9], [3, 0.5], [4, 0.7], [5, 0.2]]
     vectors = given(custom_vectors=[custom("sp", "name", pairs)])  # the door takes it as given
     assert len(vectors[("sp", IndexField.NAME)]) == 5
-    with pytest.raises(InvalidInput, match="has 5 entries, more than its top_k of 3"):
+    with pytest.raises(
+        InvalidInput, match=r"'sp' \(name\) has 5 entries; the max allowed is its top_k of 3"
+    ):
         check_top_k(CONFIG, vectors, "d1")
     check_top_k(CONFIG, given(custom_vectors=[custom("sp", "name", pairs[:3])]), "d1")
 
@@ -111,6 +113,18 @@ def test_a_bad_custom_vector_is_a_400_that_says_what_to_fix(
     rejects(match, custom_vectors=[entry])
 
 
+@pytest.mark.parametrize(("name", "field"), [("emb", "content"), ("sp", "name")])
+def test_an_empty_custom_vector_is_a_400_whatever_its_type(name: str, field: str) -> None:
+    rejects(
+        rf"custom vector '{name}' \({field}\) is empty: give at least one entry, or leave",
+        custom_vectors=[custom(name, field, [])],
+    )
+
+
+def test_an_empty_custom_vector_for_a_computed_type_says_custom_is_not_for_it() -> None:
+    rejects("full_text; custom vectors are only for", custom_vectors=[custom("kw", "content", [])])
+
+
 def test_a_nan_value_is_rejected() -> None:
     rejects("finite", custom_vectors=[custom("raw", "content", [math.nan, 1.0])])
 
@@ -131,10 +145,18 @@ def test_precomputed_vectors_are_checked_by_the_vectors_type() -> None:
     assert vectors[("dense", IndexField.CONTENT)] == [0.0, 1.0]  # normalization true
 
 
+def test_an_empty_precomputed_sparse_vector_is_taken_as_given() -> None:
+    empty = {"vector_name": "kw", "field": "content", "sparse_indices": [], "sparse_values": []}
+    vectors = given(vectors=[empty])
+    assert vectors[("kw", IndexField.CONTENT)] == SparseVector(indices=[], values=[])
+    check_top_k(CONFIG, vectors, "d1")
+
+
 @pytest.mark.parametrize(
     ("entry", "match"),
     [
         ({"vector_name": "kw", "field": "content", "dense_vector": [1.0]}, "is sparse: give"),
+        ({"vector_name": "dense", "field": "content", "dense_vector": []}, "has 0 numbers"),
         ({"vector_name": "dense", "field": "content", "sparse_indices": [1]}, "is dense: give"),
         ({"vector_name": "dense", "field": "content", "dense_vector": [1.0]}, "2 dimensions"),
         (

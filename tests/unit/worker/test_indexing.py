@@ -97,6 +97,22 @@ def test_precomputed_vectors_replace_lexical_encoding_and_embedding() -> None:
     assert result.to_embed == [] and result.lengths == {}
 
 
+EMPTY_KW = {"vector_name": "kw", "field": "content", "sparse_indices": [], "sparse_values": []}
+
+
+def test_an_empty_precomputed_sparse_vector_is_stored_empty_not_computed_from_the_text() -> None:
+    result = local(document(vectors=[EMPTY_KW]))
+    assert result.vectors["kw.content"] == SparseVector(indices=[], values=[])
+    assert result.lengths == {}
+
+
+def test_an_empty_precomputed_vector_sent_again_keeps_its_hash() -> None:
+    slot = SLOTS["kw.content"]
+    given = document(vectors=[EMPTY_KW])
+    assert slot.text_hash(given) == slot.text_hash(document(vectors=[EMPTY_KW], name="new"))
+    assert slot.text_hash(given) != slot.text_hash(document())
+
+
 def test_a_stored_model_vector_is_reused_instead_of_embedded() -> None:
     result = local(document(), reusable={"dense.content": [1.0, 0.0]})
     assert result.vectors["dense.content"] == [1.0, 0.0] and result.to_embed == []
