@@ -9,8 +9,9 @@ from typing import Any
 
 from core.enums import IndexField, VectorType
 from core.errors import InvalidInput
+from core.lexical import is_lookup
 from core.schemas.collection import CollectionConfig
-from core.schemas.search import SearchQuery
+from core.schemas.search import SearchQuery, VectorSearchOption
 from search.fusion import Retriever
 from store.slots import Slot, slots
 
@@ -41,6 +42,10 @@ class Arm:
     trigram_weight: float
     custom: Any = None  # the query's own vector, for custom slots
     retriever: int = 0  # arms with the same number are fused as one retriever
+    # The query's codes (tokens mixing letters and digits) keep their trigrams in this arm even
+    # where the main-field rule leaves its words alone: a part number sits in a title as often
+    # as in a body, and its partial forms match only by trigrams.
+    code_trigrams: bool = False
 
 
 def arm_limit(limit: int) -> int:
@@ -62,54 +67,112 @@ def candidate_window(query: SearchQuery, arms: int, pooled: bool = False) -> int
 def plan_arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
     """One arm per (vector, field) with a non-zero weight (API.md §5).
 
-    Custom vectors take part only with a query vector from `custom_vectors`.
+    Custom vectors take part only with a query vector from `custom_vectors`. Under Braid's
+    default fusion a query that asks only for a code (core.lexical.is_lookup) leaves the model's
+    vectors out while a lexical one is searched: a model reads a part number as noise, and its
+    scores, spread over the pool, outvoted the one document holding the code (recall@1 of
+    titles 0.125 → 1.0 on bench/relevance/codes.py; docs/relevance.md).
     """
+    arms = _arms(config, query)
+    if query.fusion_mode is None and is_lookup(query.query):
+        lexical = [arm for arm in arms if not arm.slot.kind.uses_model]
+        if any(arm.slot.kind.is_lexical for arm in lexical):
+            return lexical
+    return arms
+
+
+def _arms(config: CollectionConfig, query: SearchQuery) -> list[Arm]:
     customs = _custom_vectors(config, query)
     available = {(s.vector.name, s.field.value): s for s in slots(config)}
     if not query.vector_options:
         names = list(dict.fromkeys(s.vector.name for s in available.values()))
         return [
-            Arm(
-                slot,
-                1.0,
-                1.0 if slot.field is _main_field(slot.vector.index_fields) else 0.0,
-                customs.get(slot.vector.name),
-                names.index(slot.vector.name),
+            _main_field_arm(
+                slot, 1.0, slot.vector.index_fields, customs, names.index(slot.vector.name)
             )
             for slot in available.values()
             if not slot.kind.is_custom or slot.vector.name in customs
         ]
-    arms = []
-    for number, option in enumerate(query.vector_options):
-        vector = config.vector(option.vector_name)
-        if vector is None:
-            raise InvalidInput(f"vector_options: unknown vector_name '{option.vector_name}'")
-        if vector.type is VectorType.NOOP:
-            continue
-        if vector.type.is_custom and vector.name not in customs:
+    chosen = [(o, _option_slots(config, o, available, customs)) for o in query.vector_options]
+    if query.fusion_mode is None:
+        return _vector_retrievers(chosen, customs)
+    return [
+        Arm(slot, float(o.weight), float(o.wmtr_trigram_weight), customs.get(slot.vector.name), n)
+        for n, (o, found) in enumerate(chosen)
+        for slot in found
+        if o.weight != 0
+    ]
+
+
+def _option_slots(
+    config: CollectionConfig,
+    option: VectorSearchOption,
+    available: dict[tuple[str, str], Slot],
+    customs: dict[str, Any],
+) -> list[Slot]:
+    """The slots one `vector_options` entry searches: its field, or every field of its vector
+    (none for a noop vector); a 400 says what is wrong with it."""
+    vector = config.vector(option.vector_name)
+    if vector is None:
+        raise InvalidInput(f"vector_options: unknown vector_name '{option.vector_name}'")
+    if vector.type is VectorType.NOOP:
+        return []
+    if vector.type.is_custom and vector.name not in customs:
+        raise InvalidInput(
+            f"vector_options: custom vector '{vector.name}' needs a query vector in custom_vectors"
+        )
+    found = []
+    for index_field in [option.field] if option.field else vector.index_fields:
+        slot = available.get((vector.name, index_field.value))
+        if slot is None:
             raise InvalidInput(
-                f"vector_options: custom vector '{vector.name}' needs a query vector in "
-                "custom_vectors"
+                f"vector_options: vector '{vector.name}' does not index field '{index_field.value}'"
             )
-        fields = [option.field] if option.field else vector.index_fields
-        for index_field in fields:
-            slot = available.get((vector.name, index_field.value))
-            if slot is None:
-                raise InvalidInput(
-                    f"vector_options: vector '{vector.name}' does not index field "
-                    f"'{index_field.value}'"
-                )
+        found.append(slot)
+    return found
+
+
+def _vector_retrievers(
+    chosen: list[tuple[VectorSearchOption, list[Slot]]], customs: dict[str, Any]
+) -> list[Arm]:
+    """Braid's default fusion: every option naming one vector is an arm of that vector's one
+    retriever, however the request lists them (`{"vector_name": "kw", "field": "name"}` and
+    `{..., "field": "content"}` as Amgix clients send them, or the vector with no field), so its
+    fields are summed by their weights, as when the vector is asked whole, instead of fused by
+    rank as rivals (docs/relevance.md). Trigrams follow the main-field rule unless an option
+    sets its own `wmtr_trigram_weight`."""
+    names = list(dict.fromkeys(slot.vector.name for _, found in chosen for slot in found))
+    fields: dict[str, list[IndexField]] = {name: [] for name in names}  # searched, by vector
+    for option, found in chosen:
+        for slot in found:
             if option.weight != 0:
+                fields[slot.vector.name].append(slot.field)
+    arms = []
+    for option, found in chosen:
+        for slot in found:
+            if option.weight == 0:
+                continue
+            number = names.index(slot.vector.name)
+            if "wmtr_trigram_weight" in option.model_fields_set:
+                trigrams = float(option.wmtr_trigram_weight)
+                custom = customs.get(slot.vector.name)
+                arms.append(Arm(slot, float(option.weight), trigrams, custom, number))
+            else:
+                weight = float(option.weight)
                 arms.append(
-                    Arm(
-                        slot,
-                        float(option.weight),
-                        float(option.wmtr_trigram_weight),
-                        customs.get(vector.name),
-                        number,
-                    )
+                    _main_field_arm(slot, weight, fields[slot.vector.name], customs, number)
                 )
     return arms
+
+
+def _main_field_arm(
+    slot: Slot, weight: float, fields: list[IndexField], customs: dict[str, Any], number: int
+) -> Arm:
+    """An arm of a vector's retriever over `fields`: the query's trigrams go to the main field
+    only, its codes' trigrams to every field."""
+    main = slot.field is _main_field(fields)
+    custom = customs.get(slot.vector.name)
+    return Arm(slot, weight, 1.0 if main else 0.0, custom, number, code_trigrams=not main)
 
 
 def _main_field(fields: list[IndexField]) -> IndexField | None:
@@ -117,20 +180,26 @@ def _main_field(fields: list[IndexField]) -> IndexField | None:
     return max(fields, key=FIELD_WEIGHTS.__getitem__, default=None)
 
 
-def plan_retrievers(arms: list[Arm]) -> list[Retriever]:
-    """One retriever per vector searched without a field, summing its fields with FIELD_WEIGHTS;
-    an option naming a field is an arm alone. Each keeps its weight."""
+def plan_retrievers(arms: list[Arm], lookup: bool = False) -> list[Retriever]:
+    """One retriever per number the arms carry (a vector's, or an option's under an explicit
+    fusion_mode), summing its arms' raw scores with FIELD_WEIGHTS times each arm's share of the
+    retriever's weight, the largest of its arms' (equal weights: FIELD_WEIGHTS alone).
+
+    `lookup`: the query asks for a code (core.lexical.is_lookup). A match of an identifier is as
+    good in a title as in a body, so its fields weigh alike there."""
     groups: dict[int, list[int]] = {}
     for index, arm in enumerate(arms):
         groups.setdefault(arm.retriever, []).append(index)
-    return [
-        Retriever(
-            tuple(indices),
-            arms[indices[0]].weight,
-            tuple(FIELD_WEIGHTS[arms[i].slot.field] for i in indices),
-        )
-        for indices in groups.values()
-    ]
+    retrievers = []
+    for members in groups.values():
+        weight = max(arms[i].weight for i in members)
+        shares = (_field_weight(arms[i], lookup) * arms[i].weight / weight for i in members)
+        retrievers.append(Retriever(tuple(members), weight, tuple(shares)))
+    return retrievers
+
+
+def _field_weight(arm: Arm, lookup: bool) -> float:
+    return 1.0 if lookup and arm.slot.kind.is_lexical else FIELD_WEIGHTS[arm.slot.field]
 
 
 def store_ranks(query: SearchQuery, retrievers: list[Retriever]) -> bool:

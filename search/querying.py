@@ -11,6 +11,7 @@ from typing import Any
 
 from core.catalog import Catalog
 from core.enums import FusionMode
+from core.lexical import is_lookup
 from core.metrics import SEARCH_STAGE_SECONDS, Recorder
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult, VectorScore
@@ -96,7 +97,7 @@ class QueryPipeline:
         vectors = await self._query_vectors(arms, query.query)
         embedded = time.perf_counter()
         self._stage("query_embedding", embedded - started)
-        retrievers = plan_retrievers(arms)
+        retrievers = plan_retrievers(arms, is_lookup(query.query))
         pooled = query.fusion_mode is None and len(retrievers) > 1  # Braid's default fusion
         window = candidate_window(query, len(arms), pooled)
         if store_ranks(query, retrievers):
@@ -229,8 +230,8 @@ class QueryPipeline:
 
     async def _query_vectors(self, arms: list[Arm], text: str) -> list[Any]:
         """Each arm's query vector. The arms of one vector (its fields) share theirs: it depends
-        on the vector, the text and the trigram weight, never on the field."""
-        keys = [(arm.slot.vector.name, arm.trigram_weight) for arm in arms]
+        on the vector, the text and the trigram weights, never on the field."""
+        keys = [(arm.slot.vector.name, arm.trigram_weight, arm.code_trigrams) for arm in arms]
         one_per_key = dict(zip(keys, arms, strict=True))
         made = await asyncio.gather(*(self._query_vector(a, text) for a in one_per_key.values()))
         by_key = dict(zip(one_per_key, made, strict=True))
@@ -239,7 +240,7 @@ class QueryPipeline:
     async def _query_vector(self, arm: Arm, text: str) -> Any:
         if arm.slot.kind.is_custom:
             return custom_query_vector(arm.slot, arm.custom)
-        return await self._vectorizer.query(arm.slot, text, arm.trigram_weight)
+        return await self._vectorizer.query(arm.slot, text, arm.trigram_weight, arm.code_trigrams)
 
     def _result(
         self,

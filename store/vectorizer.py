@@ -102,10 +102,13 @@ class Vectorizer:
         )
         return list(replies)
 
-    async def query(self, slot: Slot, text: str, trigram_weight: float) -> VectorValue:
-        """The query vector of any non-custom slot; model vectors come from an LRU cache."""
+    async def query(
+        self, slot: Slot, text: str, trigram_weight: float, code_trigrams: bool = False
+    ) -> VectorValue:
+        """The query vector of any non-custom slot; model vectors come from an LRU cache.
+        `code_trigrams`: a lexical vector's codes keep their trigrams (core.lexical)."""
         if slot.kind.is_lexical:
-            return query_vector(text, slot.lexical_params(), trigram_weight)
+            return query_vector(text, slot.lexical_params(), trigram_weight, code_trigrams)
         if not slot.kind.uses_model:
             raise ValueError(f"{slot.kind.value} slots take no query text; see custom_query_vector")
         vector = slot.vector

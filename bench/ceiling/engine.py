@@ -25,7 +25,7 @@ from uuid import UUID
 import qdrant_edge as qe
 
 from core.enums import FusionMode
-from core.lexical import query_vector
+from core.lexical import is_lookup, query_vector
 from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery
 from search.filtering import point_filter
@@ -61,9 +61,9 @@ def plan(config: CollectionConfig, body: dict[str, object], trigrams: bool = Tru
         if not arm.slot.kind.is_lexical:
             raise ValueError(f"{arm.slot.name}: the ceiling measures lexical arms only")
         weight = arm.trigram_weight if trigrams else 0.0
-        vector = query_vector(query.query, arm.slot.lexical_params(), weight)
+        vector = query_vector(query.query, arm.slot.lexical_params(), weight, arm.code_trigrams)
         requests.append(ArmQuery(arm.slot.name, vector, window, where))
-    retrievers = plan_retrievers(arms)
+    retrievers = plan_retrievers(arms, is_lookup(query.query))
     if query.fusion_mode is None and len(retrievers) > 1:
         raise ValueError("the ceiling measures one retriever (the default's pool pass not built)")
     return Planned(requests, retrievers, query.fusion_mode or FusionMode.LINEAR, query.limit)

@@ -5,6 +5,7 @@ from core.lexical.encode import (
     LexicalParams,
     document_length,
     document_vector,
+    is_lookup,
     query_vector,
 )
 from core.lexical.tokens import token_id
@@ -14,6 +15,7 @@ __all__ = [
     "LexicalParams",
     "document_length",
     "document_vector",
+    "is_lookup",
     "query_vector",
     "token_id",
 ]

@@ -7,7 +7,7 @@ from functools import lru_cache
 from core.enums import LEXICAL_TYPES, VectorType
 from core.lexical.language import text_language
 from core.lexical.tokens import fold, surface_tokens, trigram_count, word_pieces
-from core.lexical.views import token_views
+from core.lexical.views import is_code, token_views
 from core.vectors import SparseVector
 
 # BM25 saturation constants; IDF is applied by the store at query time.
@@ -66,6 +66,7 @@ class _Counts:
     trigrams: Counter[int]
     length: int
     surface: frozenset[int] = frozenset()  # WMTR: the word ids that are surface forms
+    codes: frozenset[int] = frozenset()  # WMTR: the trigram ids of codes (see is_code)
 
 
 def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
@@ -91,8 +92,12 @@ def document_vector(text: str, params: LexicalParams, avg_length: float) -> Docu
     return DocumentTerms(vector=vector, length=counts.length)
 
 
-def query_vector(text: str, params: LexicalParams, trigram_weight: float = 1.0) -> SparseVector:
-    """1.0 per distinct query term; WMTR trigrams scaled by trigram_weight, 0 drops."""
+def query_vector(
+    text: str, params: LexicalParams, trigram_weight: float = 1.0, code_trigrams: bool = False
+) -> SparseVector:
+    """1.0 per distinct query term; WMTR trigrams scaled by trigram_weight, 0 drops. With
+    `code_trigrams` a code's trigrams (is_code) weigh at least 1.0, whatever trigram_weight:
+    its compact or partial forms match only by them."""
     if trigram_weight < 0:
         raise ValueError(f"trigram_weight must be >= 0, got {trigram_weight}")
     counts = _query_counts(text, params)
@@ -100,9 +105,22 @@ def query_vector(text: str, params: LexicalParams, trigram_weight: float = 1.0) 
     if params.kind == VectorType.WMTR:
         scaled = float(trigram_weight)
         weights = dict.fromkeys(weights, scaled) if scaled > 0 else {}
+        if code_trigrams:
+            weights.update((i, max(scaled, 1.0)) for i in counts.codes)
     weights.update(dict.fromkeys(counts.words | counts.demoted, 1.0))
     indices = sorted(weights)
     return SparseVector(indices=indices, values=[weights[i] for i in indices])
+
+
+def is_lookup(text: str) -> bool:
+    """Whether a query asks for a code (views.is_code: a part number, SKU or version) and
+    nothing else: its other tokens are numbers or one or two characters (`12lp y03 5 xl`,
+    `no. 884-12B`), where a sentence around a code (`bearing 12lpy03`, `vitamin B12 deficiency`)
+    is not."""
+    tokens = surface_tokens(text)
+    return any(is_code(t) for t in tokens) and all(
+        is_code(t) or len(t) <= 2 or not any(c.isalpha() for c in t) for t in tokens
+    )
 
 
 def document_length(text: str, params: LexicalParams) -> int:
@@ -128,14 +146,18 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     demoted: list[int] = []
     trigrams: list[int] = []
     surface: set[int] = set()
+    codes: set[int] = set()
     for token in tokens:
         views = token_views(token, params.kind, language)
         words.extend(views.words)
         demoted.extend(views.demoted)
         trigrams.extend(views.trigrams)
         surface.update(views.surface)
+        if is_code(token):
+            codes.update(views.trigrams)
     length = len(trigrams) if params.kind == VectorType.TRIGRAMS else len(tokens)
-    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), length, frozenset(surface))
+    counts = Counter(words), Counter(demoted), Counter(trigrams)
+    return _Counts(*counts, length, frozenset(surface), frozenset(codes))
 
 
 def _merge_collisions(counts: _Counts) -> None:

@@ -45,12 +45,24 @@ def token_views(token: str, kind: VectorType, language: str) -> TokenViews:
 def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
     pieces = word_pieces(token)
     exact = [token] if pieces == [token] else [token, *pieces]
+    content = [p for p in pieces if p.casefold() not in stops]
+    if len(pieces) > 1 and is_code(token):
+        # A code written with separators (12LP'-y03/5-XL) is also its compact form: a user
+        # types 12lpy035xl or 12lpy03, and only the compact form's trigrams span the joints.
+        compact = "".join(pieces)
+        exact.append(compact)
+        content.append(compact)
     words = [token_id(WORD + t) for t in exact if t.casefold() not in stops]
     demoted = [token_id(WORD + t) for t in exact if t.casefold() in stops]
-    content = [p for p in pieces if p.casefold() not in stops]
     surface = tuple(words)
     words.extend(_stems(content, language, stops))
     return TokenViews(tuple(words), tuple(demoted), _trigrams(content), surface)
+
+
+def is_code(token: str) -> bool:
+    """A token mixing letters and digits: a part number, SKU, version or identifier
+    (`12LP'-y03/5-XL`, `v2.13`, `p53`)."""
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
 def _stems(pieces: list[str], language: str, stops: frozenset[str]) -> tuple[int, ...]:

@@ -12,10 +12,12 @@ from core.lexical import (
     LexicalParams,
     document_length,
     document_vector,
+    is_lookup,
     query_vector,
     token_id,
 )
 from core.lexical.language import detect, text_language
+from core.lexical.views import is_code
 from core.vectors import SparseVector
 
 WMTR = LexicalParams(VectorType.WMTR)
@@ -365,3 +367,46 @@ def test_top_k_keeps_the_most_frequent_terms_ties_by_lowest_id() -> None:
     one = LexicalParams(VectorType.FULL_TEXT, top_k=1)
     tie = document_vector("gamma delta", one, avg_length=2).vector.indices
     assert tie == [min(token_id("s:gamma"), token_id("s:delta"))]
+
+
+@pytest.mark.parametrize(
+    ("token", "code"),
+    [("12lpy03", True), ("12LP'-y03/5-XL", True), ("v2.13", True), ("p53", True)]
+    + [("bearing", False), ("2026", False), ("-", False)],
+)
+def test_a_code_mixes_letters_and_digits(token: str, code: bool) -> None:
+    assert is_code(token) is code
+
+
+def test_code_trigrams_keep_a_codes_trigrams_where_the_trigram_weight_drops_them() -> None:
+    params = LexicalParams(VectorType.WMTR)
+    words_only = query_vector("bearing 12lpy03", params, trigram_weight=0.0)
+    with_codes = query_vector("bearing 12lpy03", params, trigram_weight=0.0, code_trigrams=True)
+    code = set(query_vector("12lpy03", params, trigram_weight=1.0).indices)
+    word = set(query_vector("bearing", params, trigram_weight=1.0).indices)
+    assert set(with_codes.indices) - set(words_only.indices) == code - word - set(
+        words_only.indices
+    )
+    assert set(with_codes.indices) & (word - set(words_only.indices)) == set()  # a word's: none
+    assert query_vector("bearing", params, 0.0, code_trigrams=True) == query_vector(
+        "bearing", params, 0.0
+    )
+
+
+def test_a_code_written_with_separators_is_also_its_compact_form() -> None:
+    """12LP'-y03/5-XL is found by 12lpy035xl, and its compact trigrams span the joints."""
+    written = set(document_vector("Bearing 12LP'-y03/5-XL", WMTR, 5.0).vector.indices)
+    compact = set(query_vector("12lpy035xl", WMTR).indices)
+    assert compact <= written
+    partial = set(query_vector("12lpy03", WMTR).indices)
+    plain = set(document_vector("Bearing 12LP y03 5 XL", WMTR, 5.0).vector.indices)
+    assert len(partial & written) > len(partial & plain)
+
+
+@pytest.mark.parametrize(
+    ("query", "lookup"),
+    [("12lpy03", True), ("12lp y03 5 xl", True), ("no 884-12B", True), ("LP-1203", True)]
+    + [("bearing 12lpy03", False), ("vitamin B12 deficiency", False), ("4 seasons", False)],
+)
+def test_a_lookup_asks_for_a_code_and_nothing_else(query: str, lookup: bool) -> None:
+    assert is_lookup(query) is lookup

@@ -47,8 +47,26 @@ def test_a_default_search_asks_each_vector_for_trigrams_on_its_main_field_only()
 
 
 def test_vector_options_keep_the_trigram_weight_they_ask_for() -> None:
+    """By default an option that sets no trigram weight follows the main-field rule."""
     body: dict[str, object] = {
         "query": "kubernets",
+        "vector_options": [
+            {"vector_name": "kw", "field": "name", "wmtr_trigram_weight": 0.5},
+            {"vector_name": "kw"},
+        ],
+    }
+    assert _trigram_weights(body) == [
+        ("kw.name", 0.5),
+        ("kw.name", 0.0),
+        ("kw.description", 0.0),
+        ("kw.content", 1.0),
+    ]
+
+
+def test_with_a_fusion_mode_every_option_keeps_its_trigram_weight_on_every_field() -> None:
+    body: dict[str, object] = {
+        "query": "kubernets",
+        "fusion_mode": "rrf",
         "vector_options": [
             {"vector_name": "kw", "field": "name", "wmtr_trigram_weight": 0.5},
             {"vector_name": "kw"},
@@ -59,6 +77,16 @@ def test_vector_options_keep_the_trigram_weight_they_ask_for() -> None:
         ("kw.name", 1.0),
         ("kw.description", 1.0),
         ("kw.content", 1.0),
+    ]
+
+
+def test_codes_keep_their_trigrams_in_the_fields_the_main_field_rule_leaves_to_words() -> None:
+    arms = plan_arms(CONFIG, SearchQuery.model_validate({"query": "12lpy03"}))
+    assert [(arm.slot.name, arm.code_trigrams) for arm in arms] == [
+        ("kw.name", True),
+        ("kw.description", True),
+        ("kw.content", False),  # the main field has every trigram already
+        ("titles.name", False),
     ]
 
 
@@ -102,13 +130,40 @@ def test_a_default_search_leaves_out_a_custom_vector_without_a_query_vector() ->
     assert len(retrievers) == 1
 
 
-def test_an_option_naming_a_field_is_a_retriever_alone_and_one_without_sums_its_fields() -> None:
+def test_by_default_every_option_of_a_vector_is_an_arm_of_its_one_retriever() -> None:
+    """Field weights times each arm's share of the largest weight: equal weights give
+    FIELD_WEIGHTS, as the vector asked whole."""
     arms, retrievers = _plan(
         {
             "vector_options": [
                 {"vector_name": "kw", "field": "content", "weight": 2},
+                {"vector_name": "emb", "field": "content"},
+                {"vector_name": "kw", "field": "name", "weight": 0.5},
+            ],
+            "custom_vectors": QUERY_VECTOR,
+        }
+    )
+    assert [arm.slot.name for arm in arms] == ["kw.content", "emb.content", "kw.name"]
+    assert retrievers == [
+        Retriever((0, 2), 2.0, (1.0, FIELD_WEIGHTS[IndexField.NAME] * 0.25)),
+        Retriever((1,), 1.0, (FIELD_WEIGHTS[IndexField.CONTENT],)),
+    ]
+    equal = _plan(
+        {"vector_options": [{"vector_name": "kw", "field": f} for f in ("name", "content")]}
+    )
+    assert equal[1] == _plan({})[1]
+
+
+def test_with_a_fusion_mode_an_option_naming_a_field_is_a_retriever_alone() -> None:
+    """Amgix's semantics where a request names its fusion: each option is one voice, and one
+    without a field sums its fields."""
+    arms, retrievers = _plan(
+        {
+            "fusion_mode": "rrf",
+            "vector_options": [
+                {"vector_name": "kw", "field": "content", "weight": 2},
                 {"vector_name": "kw", "weight": 0.5},
-            ]
+            ],
         }
     )
     assert [arm.slot.name for arm in arms] == ["kw.content", "kw.name", "kw.content"]
@@ -188,3 +243,41 @@ def test_the_store_ranks_a_search_alone_only_with_one_retriever_and_nothing_per_
 ) -> None:
     query = SearchQuery.model_validate({"query": "dune", **body})
     assert store_ranks(query, [Retriever((i,), 1.0) for i in range(retrievers)]) is alone
+
+
+HYBRID = CollectionConfig.model_validate(
+    {
+        "vectors": [
+            {"name": "kw", "type": "keyword", "index_fields": ["name", "content"]},
+            {
+                "name": "dense",
+                "type": "dense_model",
+                "model": "sentence-transformers/all-MiniLM-L6-v2",
+                "index_fields": ["content"],
+            },
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "vectors"),
+    [
+        ({"query": "12lp y03"}, {"kw"}),  # a lookup: the model reads codes as noise
+        ({"query": "bearing 12lp"}, {"kw", "dense"}),  # a sentence around a code
+        ({"query": "12lp y03", "fusion_mode": "linear"}, {"kw", "dense"}),  # Amgix's, as asked
+    ],
+)
+def test_by_default_a_lookup_leaves_the_models_vectors_out(
+    body: dict[str, object], vectors: set[str]
+) -> None:
+    arms = plan_arms(HYBRID, SearchQuery.model_validate(body))
+    assert {arm.slot.vector.name for arm in arms} == vectors
+
+
+def test_a_lookup_weighs_a_title_as_a_body() -> None:
+    arms = plan_arms(HYBRID, SearchQuery.model_validate({"query": "12lpy03"}))
+    [lookup] = plan_retrievers(arms, lookup=True)
+    [sentence] = plan_retrievers(arms)
+    assert lookup.field_weights == (1.0, 1.0)
+    assert sentence.field_weights == (FIELD_WEIGHTS[IndexField.NAME], 1.0)

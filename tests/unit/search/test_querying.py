@@ -46,6 +46,11 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # a retriever of its own (search/planning.py); without options the vector is one retriever.
 TITLED = [{"name": "ft", "type": "full_text", "index_fields": ["name", "content"]}]
 BY_FIELD = [{"vector_name": "ft", "field": "name"}, {"vector_name": "ft", "field": "content"}]
+# Two vectors, one field each: two retrievers whatever the fusion.
+PAIRED = [
+    {"name": "title", "type": "full_text", "index_fields": ["name"]},
+    {"name": "body", "type": "full_text", "index_fields": ["content"]},
+]
 CONTENT = [{"name": "ft", "type": "full_text", "index_fields": ["content"]}]
 MODES = [None, "rrf", "linear"]  # Braid's default fusion, then Amgix's two
 
@@ -152,17 +157,25 @@ class Braid:
 # --- the collections the tests search ---
 
 
+SKY = [
+    doc("name_top", "rocks", name="comet"),
+    doc("both", "comet tail", name="comet tail"),
+    doc("content_top", "comet", name="rocks"),
+    doc("unrelated", "dust", name="rocks"),
+]
+
+
 async def sky(braid: Braid) -> None:
-    """`sky`: `both` is second for `comet` in the name retriever and second in the content
-    one; `name_top` and `content_top` lead one each; `unrelated` matches neither."""
+    """`sky`: `both` is second for `comet` by name and second by content; `name_top` and
+    `content_top` lead one each; `unrelated` matches neither."""
     await braid.create("sky", TITLED)
-    await braid.write(
-        "sky",
-        doc("name_top", "rocks", name="comet"),
-        doc("both", "comet tail", name="comet tail"),
-        doc("content_top", "comet", name="rocks"),
-        doc("unrelated", "dust", name="rocks"),
-    )
+    await braid.write("sky", *SKY)
+
+
+async def pair(braid: Braid) -> None:
+    """`pair`: `sky`'s documents under PAIRED, a title vector and a body vector."""
+    await braid.create("pair", PAIRED)
+    await braid.write("pair", *SKY)
 
 
 async def crowd(braid: Braid) -> None:
@@ -185,7 +198,7 @@ async def crowd(braid: Braid) -> None:
 async def wide(braid: Braid) -> None:
     """`wide`: `target` alone matches `comet` by name; by content it is the weakest of
     POOL_WINDOW + 6 matches."""
-    await braid.create("wide", TITLED)
+    await braid.create("wide", PAIRED)
     crowd = [doc(f"c{i:02}", "comet comet", name="rocks") for i in range(POOL_WINDOW + 5)]
     wordy = "comet " + " ".join(f"word{i}" for i in range(30))
     await braid.write("wide", *crowd, doc("target", wordy, name="comet"))
@@ -311,6 +324,7 @@ async def volumes(braid: Braid) -> None:
 
 CORPORA: list[Callable[[Braid], Awaitable[None]]] = [
     sky,
+    pair,
     crowd,
     wide,
     photos,
@@ -357,11 +371,34 @@ async def test_explicit_linear_scores_the_last_of_each_list_zero(braid: Braid) -
     assert scores(answer) == pytest.approx({"both": 0.0, "name_top": 1.0, "content_top": 1.0})
 
 
+@pytest.mark.parametrize(
+    "options",
+    [BY_FIELD, [*BY_FIELD, {"vector_name": "ft", "field": "name", "weight": 0}]],
+    ids=["fields listed", "and one weighted 0"],
+)
+async def test_by_default_a_vectors_fields_listed_one_by_one_rank_as_the_vector_asked_whole(
+    braid: Braid, options: list[dict[str, Any]]
+) -> None:
+    """Amgix clients name a field in every option: those arms are still one retriever summing
+    its fields, not rivals fused by rank (there `both`, second in each list, would come last)."""
+    whole = await braid.search("sky", "comet", raw_scores=True)
+    listed = await braid.search("sky", "comet", vector_options=options, raw_scores=True)
+    assert ids(listed) == ids(whole) == ["both", "content_top", "name_top"]
+    assert scores(listed) == pytest.approx(scores(whole))
+
+
+async def test_by_default_a_fields_weight_tilts_its_vectors_one_retriever(braid: Braid) -> None:
+    """Weights of a vector's listed fields scale their share of its sum: a heavy title wins."""
+    options = [{**BY_FIELD[0], "weight": 5.0}, BY_FIELD[1]]
+    answer = await braid.search("sky", "comet", vector_options=options)
+    assert ids(answer)[:2] == ["both", "name_top"]
+
+
 async def test_the_default_fusion_scores_each_list_against_the_whole_pool(braid: Braid) -> None:
     """Braid's default: a retriever's min-max reaches down to the pool documents it did not
     match (0 there), so the second of a list keeps most of its score, and the document both
     retrievers found well leads."""
-    answer = await braid.search("sky", "comet", vector_options=BY_FIELD)
+    answer = await braid.search("pair", "comet")
     assert ids(answer)[0] == "both"
     fused = scores(answer)
     assert set(fused) == {"both", "name_top", "content_top"}
@@ -413,7 +450,7 @@ async def test_the_default_fusion_scores_a_pool_document_past_an_arms_window(
 ) -> None:
     """A document one retriever found is scored by the other too, even where that one ranks it
     beyond the candidates it fetched (POOL_WINDOW): its raw score there comes back."""
-    answer = await braid.search("wide", "comet", vector_options=BY_FIELD, raw_scores=True)
+    answer = await braid.search("wide", "comet", raw_scores=True)
     by_field = {s.field: s for s in result(answer, "target").vector_scores}
     assert by_field["name"].rank == 1
     assert by_field["content"].score > 0
