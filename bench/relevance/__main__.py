@@ -1,9 +1,13 @@
-"""`python3 -m bench.relevance`: nDCG@10 and recall@100 of Braid's arm sets on a BEIR set
-(../shared/relevance/scifact-train), through the public API of one stack, next to a BM25
-reference (bm25s) in the same run, plus the CPU a query of each arm set costs the stack (warm: see
-service.Braid.settle), and a keyword document and query with the lexical defaults and with the
-defaults before them. Appends the tables to
-docs/relevance.md (unless --no-write); skips cleanly when the data are absent."""
+"""`python3 -m bench.relevance`: nDCG@10 and recall@100 on a BEIR set
+(../shared/relevance/scifact-train) for every shape a user sends a search in (the vector whole,
+its fields listed as Amgix clients list them, per-field weights, explicit fusion modes, keyword
+only, dense only, the default hybrid), through the public API of one stack, next to a BM25
+reference (bm25s) in the same run, with the CPU a query of each costs the stack (warm: see
+service.Braid.settle); the same with a typo in every query; recall@1 on a catalogue of part
+codes (bench/relevance/codes.py) in titles and contents, asked by their compact, partial and
+spaced forms; and a keyword document and query with the lexical defaults and with the defaults
+before them. Appends the tables to docs/relevance.md (unless --no-write); skips cleanly when the
+data are absent."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from typing import Any
 import httpx
 
 from bench.common.report import Report
-from bench.relevance import beir, service
+from bench.relevance import beir, codes, service
 from bench.relevance.reference import bm25_runs
 from harness.stack import Stack
 
@@ -26,25 +30,39 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "relevance.md"
 RUNS_HEADING = "## Runs of bench/relevance"
 EXCLUDE = {"exclude": ["content"]}  # the answers carry ids; abstracts would only cost transfer
 
-# Arm sets searched on the README's default collection; {} is the default a user gets.
-PER_ARM = [
+# Request shapes searched on the README's default collection; {} is the default a user gets.
+KEYWORD_FIELDS = [
     {"vector_name": "keyword", "field": "name"},
     {"vector_name": "keyword", "field": "content"},
-    {"vector_name": "dense", "field": "content"},
 ]
+PER_ARM = [*KEYWORD_FIELDS, {"vector_name": "dense", "field": "content"}]
+KEYWORD_WHOLE = {"vector_options": [{"vector_name": "keyword"}]}
+KEYWORD_LISTED = {"vector_options": KEYWORD_FIELDS}
 ARM_SETS: dict[str, dict[str, Any]] = {
-    "keyword (name + content)": {"vector_options": [{"vector_name": "keyword"}]},
-    "keyword, content only": {"vector_options": [{"vector_name": "keyword", "field": "content"}]},
-    "dense": {"vector_options": [{"vector_name": "dense"}]},
-    "**default hybrid** (no options: linear over the pool)": {},
-    "hybrid, `fusion_mode: linear` (Amgix's linear)": {"fusion_mode": "linear"},
-    "hybrid, `fusion_mode: rrf` (what amgix-client sends)": {"fusion_mode": "rrf"},
-    "one arm per vector and field, rrf (the old default)": {
-        "vector_options": PER_ARM,
+    "keyword, the vector whole": KEYWORD_WHOLE,
+    "keyword, its fields listed (Amgix style)": KEYWORD_LISTED,
+    "keyword, fields listed, name weighted 2": {
+        "vector_options": [{**KEYWORD_FIELDS[0], "weight": 2.0}, KEYWORD_FIELDS[1]]
+    },
+    "keyword, fields listed, `fusion_mode: rrf` (as amgix-client sends)": {
+        **KEYWORD_LISTED,
         "fusion_mode": "rrf",
     },
-    "one arm per vector and field, linear": {"vector_options": PER_ARM, "fusion_mode": "linear"},
+    "keyword, content only": {"vector_options": [KEYWORD_FIELDS[1]]},
+    "dense": {"vector_options": [{"vector_name": "dense"}]},
+    "**default hybrid** (no options: linear over the pool)": {},
+    "hybrid, every field listed (Amgix style)": {"vector_options": PER_ARM},
+    "hybrid, `fusion_mode: linear` (Amgix's linear)": {"fusion_mode": "linear"},
+    "hybrid, `fusion_mode: rrf` (what amgix-client sends)": {"fusion_mode": "rrf"},
+    "every field listed, rrf (Amgix's arms)": {"vector_options": PER_ARM, "fusion_mode": "rrf"},
+    "every field listed, linear": {"vector_options": PER_ARM, "fusion_mode": "linear"},
 }
+# The same queries with a typo in each (beir.with_typos): these shapes.
+TYPO_SETS = [
+    "keyword, the vector whole",
+    "keyword, its fields listed (Amgix style)",
+    "**default hybrid** (no options: linear over the pool)",
+]
 
 
 def say(message: str) -> None:
@@ -89,14 +107,26 @@ async def measure(stack: Stack, data: beir.RelevanceSet, report: Report) -> None
         rows = []
         for label, options in ARM_SETS.items():
             say(f"scifact: {label}")
-            body = {**options, **EXCLUDE}
-            runs, spent = await braid.search_all("scifact", data.queries, body, 10)
-            deep, _ = await braid.search_all("scifact", data.queries, body, 100)
-            cpu_ms = f"{spent.cpu_s / n_queries * 1000:.2f}"
-            rows.append([label, *quality(runs, deep, data), cpu_ms])
+            rows.append([label, *await shape(braid, data, data.queries, options)])
+        typo_rows = []
+        typed = beir.with_typos(data.queries)
+        for label in TYPO_SETS:
+            say(f"scifact, a typo in every query: {label}")
+            typo_rows.append([label, *await shape(braid, data, typed, ARM_SETS[label])])
+        code_rows = await code_recall(braid)
     report.text(f"Braid ({n_docs:,} documents, {n_queries} queries; README's default collection):")
     report.text()
-    report.table(["arms", "nDCG@10", "recall@100", "query CPU-ms/query (limit 10)"], rows)
+    header = ["request shape", "nDCG@10", "recall@100", "query CPU-ms/query (limit 10)"]
+    report.table(header, rows)
+    report.text("The same queries with a typo in each (two adjacent letters of the longest word):")
+    report.text()
+    report.table(header, typo_rows)
+    report.text(
+        f"Part codes ({len(codes.catalogue())} products of bench/relevance/codes.py, README's "
+        "default collection, default search): recall@1 by where the code sits and how it is asked"
+    )
+    report.text()
+    report.table(["code in", *codes.FORMS], code_rows)
     report.text(
         f"Bulk ingest of the default collection (keyword + dense): {hybrid_ingest.seconds:.0f} s, "
         f"{n_docs / hybrid_ingest.seconds:.1f} docs/s."
@@ -120,6 +150,36 @@ async def measure(stack: Stack, data: beir.RelevanceSet, report: Report) -> None
         ["collection", "ingest CPU-ms/doc", "query CPU-ms/query", "nDCG@10", "recall@100"],
         cost_rows,
     )
+
+
+async def shape(
+    braid: service.Braid,
+    data: beir.RelevanceSet,
+    queries: list[beir.Query],
+    options: dict[str, Any],
+) -> list[str]:
+    """nDCG@10, recall@100 and query CPU-ms of one request shape on the default collection."""
+    body = {**options, **EXCLUDE}
+    runs, spent = await braid.search_all("scifact", queries, body, 10)
+    deep, _ = await braid.search_all("scifact", queries, body, 100)
+    return [*quality(runs, deep, data), f"{spent.cpu_s / len(queries) * 1000:.2f}"]
+
+
+async def code_recall(braid: service.Braid) -> list[list[str]]:
+    """Recall@1 of the code catalogue's queries, by where the code sits and the form asked."""
+    products = codes.catalogue()
+    await braid.create("codes", service.DEFAULT_VECTORS)
+    await braid.load(
+        "codes", [{"id": p.id, "name": p.name, "content": p.content} for p in products]
+    )
+    asked = {f"{q.product}:{q.form}": q for q in codes.queries(products)}
+    texts = [beir.Query(key, q.text) for key, q in asked.items()]
+    runs, _ = await braid.search_all("codes", texts, EXCLUDE, 1)
+    recall = codes.recall_at_1({q: next(iter(runs[key]), None) for key, q in asked.items()})
+    return [
+        [where, *(f"{recall[(where, form)]:.3f}" for form in codes.FORMS)]
+        for where in ("title", "content")
+    ]
 
 
 def main(argv: list[str]) -> int:

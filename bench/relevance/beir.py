@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,23 @@ def ndcg_at_10(ranked: Sequence[str], relevant: Mapping[str, int]) -> float:
 def recall_at_100(ranked: Sequence[str], relevant: Mapping[str, int]) -> float:
     wanted = {doc for doc, rel in relevant.items() if rel > 0}
     return len(wanted & set(ranked[:100])) / len(wanted) if wanted else 0.0
+
+
+def with_typos(queries: Sequence[Query], seed: int = 11) -> list[Query]:
+    """The same queries, each with one typo a user makes: two adjacent letters swapped inside
+    its longest word (of five letters or more; a query without one is left as it is)."""
+    rng = random.Random(seed)
+    typed = []
+    for query in queries:
+        words = [m for m in re.finditer(r"[A-Za-z]{5,}", query.text)]
+        if not words:
+            typed.append(query)
+            continue
+        word = max(words, key=lambda m: (len(m.group()), -m.start()))
+        at = word.start() + rng.randint(1, len(word.group()) - 3)
+        text = query.text
+        typed.append(Query(query.id, text[:at] + text[at + 1] + text[at] + text[at + 2 :]))
+    return typed
 
 
 Metric = Callable[[Sequence[str], Mapping[str, int]], float]

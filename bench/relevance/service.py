@@ -65,15 +65,14 @@ class Braid:
 
     async def ingest(self, name: str, data: RelevanceSet) -> Spent:
         """Bulk-load the corpus (name = title, content = text) and wait until all are indexed."""
-        _, spent = await self._measured(lambda: self._ingest(name, data))
+        documents = [{"id": r.id, "name": r.title, "content": r.text} for r in data.corpus]
+        _, spent = await self._measured(lambda: self.load(name, documents))
         return spent
 
-    async def _ingest(self, name: str, data: RelevanceSet) -> None:
+    async def load(self, name: str, documents: list[dict[str, Any]]) -> None:
+        """Bulk-load documents (id, name, content) and wait until all are indexed."""
         gate = asyncio.Semaphore(IN_FLIGHT)
-        documents = [
-            {"id": r.id, "name": r.title, "content": r.text, "timestamp": TIMESTAMP}
-            for r in data.corpus
-        ]
+        documents = [{**document, "timestamp": TIMESTAMP} for document in documents]
 
         async def send(batch: list[dict[str, Any]]) -> None:
             async with gate:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.relevance import beir
+from bench.relevance import beir, codes
 from bench.relevance.__main__ import main
 
 
@@ -55,3 +55,42 @@ def test_load_keeps_judged_queries_and_maps_the_corpus(tmp_path: Path) -> None:
 
 def test_the_benchmark_skips_cleanly_without_the_data(tmp_path: Path) -> None:
     assert main(["--data", str(tmp_path / "absent"), "--no-write"]) == 0
+
+
+def test_a_typo_swaps_two_adjacent_letters_of_the_longest_word_and_nothing_else() -> None:
+    queries = [beir.Query("1", "Vitamin D deficiency and tuberculosis"), beir.Query("2", "a b c")]
+    typed = beir.with_typos(queries)
+    assert typed == beir.with_typos(queries)  # the same every run
+    assert typed[1] == queries[1]  # no word of five letters: left as it is
+    before, after = queries[0].text.split(), typed[0].text.split()
+    changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
+    assert [b for b, _ in changed] == ["tuberculosis"]
+    [(word, typo)] = changed
+    assert sorted(word) == sorted(typo) and word[0] == typo[0]
+    assert sum(x != y for x, y in zip(word, typo, strict=True)) == 2
+
+
+def test_the_code_catalogue_holds_each_code_once_in_a_title_or_a_content() -> None:
+    products = codes.catalogue()
+    assert {p.where for p in products[::2]} == {"title"}
+    assert {p.where for p in products[1::2]} == {"content"}
+    for product in products:
+        holder = product.name if product.where == "title" else product.content
+        other = product.content if product.where == "title" else product.name
+        assert product.code in holder and product.code not in other
+    asked = codes.queries(products)
+    # Each form names one product: the same text never stands for two.
+    assert len({q.text for q in asked}) == len(asked) == 3 * len(products)
+    assert codes.forms("12LP'-y03/5-XL") == {
+        "compact": "12lpy035xl",
+        "partial": "12lpy03",
+        "spaced": "12lp y03 5 xl",
+    }
+
+
+def test_recall_at_1_counts_by_where_the_code_sits_and_the_form_asked() -> None:
+    hit = codes.CodeQuery("p1", "title", "compact", "a1")
+    miss = codes.CodeQuery("p2", "title", "compact", "b2")
+    none = codes.CodeQuery("p3", "content", "spaced", "c 3")
+    recall = codes.recall_at_1({hit: "p1", miss: "p1", none: None})
+    assert recall == {("title", "compact"): 0.5, ("content", "spaced"): 0.0}
