@@ -46,38 +46,28 @@ def test_a_default_search_asks_each_vector_for_trigrams_on_its_main_field_only()
     ]
 
 
-def test_vector_options_keep_the_trigram_weight_they_ask_for() -> None:
-    """By default an option that sets no trigram weight follows the main-field rule."""
+@pytest.mark.parametrize(
+    ("fusion", "unset"),
+    [
+        # By default an option that sets no trigram weight follows the main-field rule...
+        ({}, [0.0, 0.0, 1.0]),
+        # ...and with a fusion_mode (Amgix's semantics) takes its default, 1.0, everywhere.
+        ({"fusion_mode": "rrf"}, [1.0, 1.0, 1.0]),
+    ],
+)
+def test_vector_options_keep_the_trigram_weight_they_ask_for(
+    fusion: dict[str, object], unset: list[float]
+) -> None:
     body: dict[str, object] = {
         "query": "kubernets",
         "vector_options": [
             {"vector_name": "kw", "field": "name", "wmtr_trigram_weight": 0.5},
             {"vector_name": "kw"},
         ],
+        **fusion,
     }
-    assert _trigram_weights(body) == [
-        ("kw.name", 0.5),
-        ("kw.name", 0.0),
-        ("kw.description", 0.0),
-        ("kw.content", 1.0),
-    ]
-
-
-def test_with_a_fusion_mode_every_option_keeps_its_trigram_weight_on_every_field() -> None:
-    body: dict[str, object] = {
-        "query": "kubernets",
-        "fusion_mode": "rrf",
-        "vector_options": [
-            {"vector_name": "kw", "field": "name", "wmtr_trigram_weight": 0.5},
-            {"vector_name": "kw"},
-        ],
-    }
-    assert _trigram_weights(body) == [
-        ("kw.name", 0.5),
-        ("kw.name", 1.0),
-        ("kw.description", 1.0),
-        ("kw.content", 1.0),
-    ]
+    fields = ["kw.name", "kw.description", "kw.content"]
+    assert _trigram_weights(body) == [("kw.name", 0.5), *zip(fields, unset, strict=True)]
 
 
 def test_codes_keep_their_trigrams_in_the_fields_the_main_field_rule_leaves_to_words() -> None:
