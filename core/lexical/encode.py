@@ -112,6 +112,7 @@ def query_vector(
     return SparseVector(indices=indices, values=[weights[i] for i in indices])
 
 
+@lru_cache(maxsize=64)  # asked by planning and by fusion of the same search
 def is_lookup(text: str) -> bool:
     """Whether a query asks for a code (views.is_code: a part number, SKU or version) and
     nothing else: its other tokens are numbers or one or two characters (`12lp y03 5 xl`,
@@ -153,7 +154,7 @@ def _count(text: str, params: LexicalParams) -> _Counts:
         demoted.extend(views.demoted)
         trigrams.extend(views.trigrams)
         surface.update(views.surface)
-        if is_code(token):
+        if views.code:
             codes.update(views.trigrams)
     length = len(trigrams) if params.kind == VectorType.TRIGRAMS else len(tokens)
     counts = Counter(words), Counter(demoted), Counter(trigrams)

@@ -24,6 +24,7 @@ class TokenViews(NamedTuple):
     trigrams: tuple[int, ...] = ()
     # WMTR: the ids in `words` that are surface forms (the rest are stems); they weigh less.
     surface: tuple[int, ...] = ()
+    code: bool = False  # WMTR: the token is a code (is_code), known once per token
 
 
 @lru_cache(maxsize=32768)
@@ -46,7 +47,8 @@ def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
     pieces = word_pieces(token)
     exact = [token] if pieces == [token] else [token, *pieces]
     content = [p for p in pieces if p.casefold() not in stops]
-    if len(pieces) > 1 and is_code(token):
+    code = is_code(token)
+    if len(pieces) > 1 and code:
         # A code written with separators (12LP'-y03/5-XL) is also its compact form: a user
         # types 12lpy035xl or 12lpy03, and only the compact form's trigrams span the joints.
         compact = "".join(pieces)
@@ -56,7 +58,7 @@ def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
     demoted = [token_id(WORD + t) for t in exact if t.casefold() in stops]
     surface = tuple(words)
     words.extend(_stems(content, language, stops))
-    return TokenViews(tuple(words), tuple(demoted), _trigrams(content), surface)
+    return TokenViews(tuple(words), tuple(demoted), _trigrams(content), surface, code)
 
 
 def is_code(token: str) -> bool:
