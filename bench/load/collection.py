@@ -170,7 +170,8 @@ class LoadCollection:
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
         progress.finish()
-        self.say(f"pre-population: {sent:,} indexed in {seconds:.0f} s ({sent / seconds:.1f}/s)")
+        rate = sent / seconds
+        self.say(f"pre-population: {sent:,} indexed in {seconds:.0f} s ({rate:.1f} docs/s)")
         return Bulk(documents=sent, seconds=seconds, sent_seconds=sent_s)
 
     async def drain(self) -> float:
