@@ -1,13 +1,15 @@
 """Document and query sparse vectors for the lexical types (BM25 tf, no IDF)."""
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+
+import numpy as np
 
 from core.enums import LEXICAL_TYPES, VectorType
 from core.lexical.language import text_language
 from core.lexical.tokens import fold, surface_tokens, trigram_count, word_pieces
-from core.lexical.views import is_code, token_views
+from core.lexical.views import is_code, many_views
 from core.vectors import SparseVector
 
 # BM25 saturation constants; IDF is applied by the store at query time.
@@ -70,25 +72,31 @@ class _Counts:
 
 
 def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
-    """BM25-saturated term weights, at most top_k entries, ids ascending."""
+    """BM25-saturated term weights, at most top_k entries, ids ascending.
+
+    The worker runs this for every indexed field of every document, so the arithmetic is one
+    numpy pass over the chosen terms rather than a Python expression per term."""
     counts = _count(text, params)
     _merge_collisions(counts)
     n_candidates = len(counts.words) + len(counts.demoted)
     n_words, n_trigrams = _slots(params, n_candidates, len(counts.trigrams))
-    words = _top(counts.words, n_words)
+    chosen = _top(counts.words, n_words)
     # stop words kept as surface tokens only fill word slots that are left over
-    words += _top(counts.demoted, n_words - len(words))
+    chosen.update(_top(counts.demoted, n_words - len(chosen)))
     trigrams = _top(counts.trigrams, n_trigrams)
     wmtr = params.kind == VectorType.WMTR
-    scale = dict.fromkeys(counts.surface, SURFACE_WEIGHT) if wmtr else {}
     if wmtr:
-        scale.update(dict.fromkeys((i for i, _ in trigrams), TRIGRAM_WEIGHT))
-    chosen = sorted(words + trigrams)
+        scales = [SURFACE_WEIGHT if i in counts.surface else 1.0 for i in chosen]
+        scales += [TRIGRAM_WEIGHT] * len(trigrams)
+    chosen.update(trigrams)
+    ids = np.fromiter(chosen, np.int64, len(chosen))
+    tf = np.fromiter(chosen.values(), np.float64, len(chosen))
+    scale = np.array(scales) if wmtr else np.ones(len(chosen))
+    order = np.argsort(ids)
+    ids, tf, scale = ids[order], tf[order], scale[order]
     norm = K1 * (1 - B + B * _length_ratio(counts.length, avg_length))
-    vector = SparseVector(
-        indices=[i for i, _ in chosen],
-        values=[scale.get(i, 1.0) * tf * (K1 + 1) / (tf + norm) for i, tf in chosen],
-    )
+    values = scale * tf * (K1 + 1) / (tf + norm)
+    vector = SparseVector.model_construct(indices=ids.tolist(), values=values.tolist())
     return DocumentTerms(vector=vector, length=counts.length)
 
 
@@ -141,6 +149,7 @@ def _query_counts(text: str, params: LexicalParams) -> _Counts:
 
 
 def _count(text: str, params: LexicalParams) -> _Counts:
+    """Each distinct token's views once (a text repeats its words), times its count."""
     tokens = surface_tokens(fold(text, params.keep_case))
     language = params.language_of(text)
     words: list[int] = []
@@ -148,11 +157,18 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     trigrams: list[int] = []
     surface: set[int] = set()
     codes: set[int] = set()
-    for token in tokens:
-        views = token_views(token, params.kind, language)
-        words.extend(views.words)
-        demoted.extend(views.demoted)
-        trigrams.extend(views.trigrams)
+    distinct = Counter(tokens)
+    for views, n in zip(
+        many_views(list(distinct), params.kind, language), distinct.values(), strict=True
+    ):
+        if n == 1:
+            words += views.words
+            demoted += views.demoted
+            trigrams += views.trigrams
+        else:
+            words += views.words * n
+            demoted += views.demoted * n
+            trigrams += views.trigrams * n
         surface.update(views.surface)
         if views.code:
             codes.update(views.trigrams)
@@ -184,22 +200,15 @@ def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, i
     return min(n_words, top_k - trigrams), trigrams
 
 
-def _top(counts: Counter[int], n: int) -> list[tuple[int, int]]:
-    """The n best (id, tf): higher tf (so higher weight) first, ties to the lower id.
-
-    Bucketing by tf avoids sorting thousands of tf-1 trigrams through a Python key.
-    """
-    by_tf: defaultdict[int, list[int]] = defaultdict(list)
-    for i, tf in counts.items():
-        by_tf[tf].append(i)
-    chosen: list[tuple[int, int]] = []
-    for tf in sorted(by_tf, reverse=True):
-        room = n - len(chosen)
-        if room <= 0:
-            break
-        ids = by_tf[tf]
-        chosen += [(i, tf) for i in (sorted(ids)[:room] if len(ids) > room else ids)]
-    return chosen
+def _top(counts: Counter[int], n: int) -> dict[int, int]:
+    """The n best (id: tf): higher tf (so higher weight) first, ties to the lower id; all of
+    them when they fit, as most texts' words do."""
+    if len(counts) <= n:
+        return dict(counts)
+    ids = np.fromiter(counts, np.int64, len(counts))
+    tf = np.fromiter(counts.values(), np.int64, len(counts))
+    best = np.lexsort((ids, -tf))[: max(n, 0)]
+    return dict(zip(ids[best].tolist(), tf[best].tolist(), strict=True))
 
 
 def _length_ratio(length: int, avg_length: float) -> float:

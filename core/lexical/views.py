@@ -27,7 +27,32 @@ class TokenViews(NamedTuple):
     code: bool = False  # WMTR: the token is a code (is_code), known once per token
 
 
-@lru_cache(maxsize=32768)
+CACHED_TOKENS = 32768  # per kind and language; a text's tokens are looked up once each
+
+
+@lru_cache(maxsize=64)
+def views_cache(kind: VectorType, language: str) -> dict[str, TokenViews]:
+    """The token views already worked out for a kind and language: `many_views` reads it with
+    one dictionary lookup a token (an lru_cache of three arguments cost more than the views'
+    use in a document's counts)."""
+    return {}
+
+
+def many_views(tokens: list[str], kind: VectorType, language: str) -> list[TokenViews]:
+    """token_views of each token, in order."""
+    cache = views_cache(kind, language)
+    if len(cache) > CACHED_TOKENS:
+        cache.clear()
+    return [cache.get(token) or _remember(cache, token, kind, language) for token in tokens]
+
+
+def _remember(
+    cache: dict[str, TokenViews], token: str, kind: VectorType, language: str
+) -> TokenViews:
+    views = cache[token] = token_views(token, kind, language)
+    return views
+
+
 def token_views(token: str, kind: VectorType, language: str) -> TokenViews:
     """The views of one surface token (case-folded unless keep_case) for a kind."""
     stops = stop_words(language)
