@@ -28,7 +28,13 @@ from core.bus import Bus
 from core.names import REPLICATION_EXCHANGE, RedisKeys
 from core.vectors import SparseVector
 from store.edge.store import EdgeStore
-from store.protocol import CollectionMissing, CollectionSchema, PointWrite, StoreWriter
+from store.protocol import (
+    CollectionMissing,
+    CollectionSchema,
+    PointWrite,
+    StoreWriter,
+    VectorValue,
+)
 from store.read_through import ReadThrough
 from store.replication.marks import Marks
 
@@ -50,9 +56,27 @@ class Position(NamedTuple):
 
 
 class WirePoint(BaseModel):
+    """A point on the stream. Its vectors are the worker's, already checked, and are read back
+    as they were written (`store_points`): validating each of a sparse vector's hundreds of
+    entries against the SparseVector | list[float] union cost a search node more than applying
+    the write to its replica."""
+
     doc_id: str
     payload: dict[str, Any]
-    vectors: dict[str, SparseVector | list[float]]
+    vectors: dict[str, Any]
+
+    def store_point(self) -> PointWrite:
+        return PointWrite(self.doc_id, self.payload, _vectors(self.vectors))
+
+
+def _vectors(wire: dict[str, Any]) -> dict[str, VectorValue]:
+    """Vectors as the worker wrote them: a sparse one is {"indices", "values"}, a dense a list."""
+    return {
+        slot: SparseVector.model_construct(indices=v["indices"], values=v["values"])
+        if isinstance(v, dict)
+        else v
+        for slot, v in wire.items()
+    }
 
 
 class Written(BaseModel):
@@ -68,7 +92,7 @@ class Written(BaseModel):
     collection_schema: dict[str, Any] | None = None
 
     def store_points(self) -> list[PointWrite]:
-        return [PointWrite(p.doc_id, p.payload, dict(p.vectors)) for p in self.points]
+        return [point.store_point() for point in self.points]
 
     def store_schema(self) -> CollectionSchema:
         return CollectionSchema.from_dict(self.collection_schema or {})
