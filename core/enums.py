@@ -90,7 +90,8 @@ class EncoderBackend(StrEnum):
 
 
 class EncoderPrecision(StrEnum):
-    """The document lane's arithmetic on CPU: `auto` is bfloat16 where the CPU has AMX."""
+    """The arithmetic of the lanes on torch on CPU: `auto` times float32 and bfloat16 at load and
+    keeps the faster that matches float32 (encoder/runners.py)."""
 
     AUTO = "auto"
     FP32 = "fp32"

@@ -139,8 +139,9 @@ def load_model(path: Path, device: str) -> SentenceTransformer:
 class LoadedModel:
     """One loaded model; `embed_fn` binds the per-request options for the batcher.
 
-    `runners` holds a runner per lane (ONNX sessions with their own thread counts, or the
-    bfloat16 transformer); without one, a lane runs the sentence-transformers model on torch.
+    `runners` holds the runner each lane picked at load on CPU (an ONNX session with its own
+    thread count, or the transformer on torch in float32 or bfloat16: runners.LanePicker);
+    without one (CUDA), a lane runs the sentence-transformers model as loaded.
     """
 
     name: str
@@ -173,9 +174,10 @@ class LoadedModel:
 
 
 def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
-    """ONNX Runtime on CPU, torch on CUDA. On CPU, `auto` runs queries on ONNX (2.6 ms a query,
-    torch 6.7) and document batches on torch (17 % faster on 250-token abstracts, even on ~60
-    words, with torch 2.13: docs/benchmarks.md, bench/ingest); `onnx` runs both on ONNX."""
+    """ONNX Runtime on CPU, torch on CUDA. On CPU, `auto` makes ONNX the query lane's default,
+    timed against torch at load (2.6 ms a query, torch 6.7 on an AMX Xeon), and leaves document
+    batches to torch (17 % faster on 250-token abstracts, even on ~60 words, with torch 2.13:
+    docs/benchmarks.md, bench/ingest); `onnx` runs both lanes on ONNX, untimed."""
     if device != "cpu":
         if wanted is EncoderBackend.ONNX:
             log.warning("BRAID_ENCODER_BACKEND=onnx runs on CPU only; using torch on %s", device)
@@ -190,8 +192,9 @@ def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
 
 def onnx_runners(
     model: SentenceTransformer, path: Path, cache_dir: Path, threads: dict[EmbedKind, int]
-) -> dict[EmbedKind, Runner]:
-    """One ORT session per lane, on the cached export; OnnxUnavailable if it differs from torch."""
+) -> tuple[dict[EmbedKind, Runner], float]:
+    """One ORT session per lane, on the cached export, and its worst cosine to torch;
+    OnnxUnavailable if it differs from torch."""
     exported = onnx.cached_export(model, path, cache_dir)
     found: dict[EmbedKind, Runner] = {
         kind: onnx.OnnxRunner(model, exported, count) for kind, count in threads.items()
@@ -199,7 +202,7 @@ def onnx_runners(
     cosine = runners.probe(model, onnx.OnnxRunner(model, exported, 1))
     if cosine < runners.PROBE_MIN_COSINE:
         raise onnx.OnnxUnavailable(f"ONNX embeddings differ from torch (cosine {cosine:.5f})")
-    return found
+    return found, cosine
 
 
 ModelKey = tuple[str, str | None, EmbedOutput]
@@ -261,8 +264,8 @@ class ModelRegistry:
             return sparse
         model = load_model(path, device)
         loaded = LoadedModel(name, revision, model, int(model.get_embedding_dimension() or 0))
-        self._attach_backend(loaded, path, device)
-        self._attach_precision(loaded, device)
+        cosines = self._attach_backend(loaded, path, device)
+        self._attach_lanes(loaded, device, cosines)
         log.info(
             "loaded model %s@%s from %s on %s/%s (dim %d, max_seq_length %s) in %.1f s",
             name,
@@ -276,36 +279,37 @@ class ModelRegistry:
         )
         return loaded
 
-    def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> None:
+    def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> dict[str, float]:
         """Give the model ONNX runners when that backend is picked and works for it: both lanes
-        when asked for (`onnx`), the query lane only by default (`auto`)."""
+        when asked for (`onnx`), the query lane's default only (`auto`). Returns ONNX's cosine to
+        torch, by runner name, for the lane picker."""
         wanted = self._settings.encoder_backend
         if pick_backend(wanted, device) is not EncoderBackend.ONNX:
-            return
+            return {}
         threads = {EmbedKind.QUERY: self._settings.query_threads}
         if wanted is EncoderBackend.ONNX:
             threads[EmbedKind.DOCUMENT] = self._settings.threads_per_document_call
         cache = self._settings.onnx_cache_dir / loaded.name
         try:
-            loaded.runners = onnx_runners(loaded.model, path, cache, threads)
+            loaded.runners, cosine = onnx_runners(loaded.model, path, cache, threads)
         except onnx.OnnxUnavailable as exc:
             log.warning("model %s stays on torch: %s", loaded.name, exc)
-            return
+            return {}
         loaded.backend = EncoderBackend.ONNX
+        return {onnx.OnnxRunner.name: cosine}
 
-    def _attach_precision(self, loaded: LoadedModel, device: str) -> None:
-        """Run document batches on a bfloat16 transformer when that precision is picked (`auto`:
-        a CPU with AMX) and the document lane is on torch; float32 when the probe disagrees."""
-        wanted = self._settings.encoder_precision
-        if EmbedKind.DOCUMENT in loaded.runners:
-            if wanted is EncoderPrecision.BF16:
-                log.warning("BRAID_ENCODER_PRECISION=bf16 applies to torch; documents run on ONNX")
+    def _attach_lanes(self, loaded: LoadedModel, device: str, cosines: dict[str, float]) -> None:
+        """On CPU, give each lane not pinned to ONNX its fastest runner that matches float32,
+        measured here (`auto`) or as BRAID_ENCODER_PRECISION forces; on CUDA the model runs as
+        loaded."""
+        precision = self._settings.encoder_precision
+        if device != "cpu" or EmbedKind.DOCUMENT in loaded.runners:  # CUDA, or both on ONNX
+            if precision is EncoderPrecision.BF16:
+                log.warning("BRAID_ENCODER_PRECISION=bf16 applies to torch on CPU; not used here")
             return
-        if runners.pick_precision(wanted, device) is not EncoderPrecision.BF16:
-            return
-        runner = runners.bf16_runner(loaded.model)
-        if runner is not None:
-            loaded.runners[EmbedKind.DOCUMENT] = runner
+        picker = runners.LanePicker(loaded.model, precision, cosines)
+        for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY):
+            loaded.runners[kind] = picker.pick(kind, loaded.runners.get(kind), loaded.name)
 
     def _prepare_device(self) -> str:
         """Pick the device and pin intra-op threads once, before the first model runs."""

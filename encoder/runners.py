@@ -1,31 +1,42 @@
-"""What runs a lane's batches: the model on torch, in float32 or with a bfloat16 transformer.
+"""What runs a lane's batches, and the measurement at load that picks each lane's runner.
 
-A runner turns texts into float32 embeddings. `TorchRunner` is sentence-transformers' own
-`encode()`. `Bf16Runner` runs module 0 (the transformer) on a bfloat16 copy of its weights and
-the modules after it (pooling, dense layers) and the normalization in float32, as the ONNX runner
-does after its session. On a CPU with AMX tiles the bfloat16 matrix products ran all-MiniLM-L6-v2
-3.4× as fast as float32 on ~60-word texts and 3.1× on 250-token abstracts (one thread; worst
-cosine to float32 0.99989; docs/benchmarks.md). Without native bfloat16 the products are emulated
-and slower, so `auto` takes it only where the CPU reports `amx_bf16`.
+A runner turns texts into float32 embeddings: `TorchRunner` is sentence-transformers' own
+`encode()`; `Fp32Runner` and `Bf16Runner` run module 0 (the transformer) themselves, in float32 or
+on a bfloat16 copy of its weights, and the modules after it (pooling, dense layers) and the
+normalization in float32, as the ONNX runner does after its session.
 
-The bfloat16 runner pads each batch's token length up to a multiple of SEQUENCE_STEP (masked, so
-the embeddings do not change): oneDNN builds and caches kernels per input shape, and with every
-length its own shape an encoder's memory grew without end under mixed traffic (docs/benchmarks.md).
+Which one is fastest depends on the CPU, not on a flag it reports: bfloat16 ran all-MiniLM-L6-v2
+3.4× as fast as float32 on an AMX Xeon and 2.6× on AMD Zen 5 (no AMX), and where the CPU has no
+native bfloat16 the products are emulated, 4-10× slower (oneDNN held to AVX-512 or AVX2 on that
+Xeon). So at load, with
+`BRAID_ENCODER_PRECISION=auto`, each lane times its candidates (`time_runners`: a fixed probe
+batch for documents, single short queries for queries; a warm-up call each, then best of ROUNDS,
+taken in turn) and keeps the fastest whose worst cosine to float32 on PROBE_TEXTS is at least
+PROBE_MIN_COSINE; a lane other than the lane's default has to be SPEED_MARGIN times as fast
+(`choose_lane`), so noise does not flip it. A forced precision is not timed (bfloat16 is still
+probed).
 
-Every non-float32 runner is probed against the float32 model at load (`probe`): one whose worst
-cosine on PROBE_TEXTS is under PROBE_MIN_COSINE is not used.
+The document lane's runners pad each batch's token length up to a multiple of SEQUENCE_STEP
+(masked, so the embeddings do not change): oneDNN builds and caches kernels per input shape, and
+glibc keeps what tensors of many sizes freed, so with every length its own shape an encoder's memory
+grew without end under mixed traffic (docs/benchmarks.md). Padded, float32 levelled off at 1.1 GB
+where `encode()` passed 1.4 GB and kept growing, for ~8 % more CPU on such traffic. The query
+lane's float32 runner is `encode()` itself: queries are short, and padding one to 32 tokens costs.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from pathlib import Path
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from core.enums import EncoderPrecision
+from core.enums import EmbedKind, EncoderPrecision
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -39,8 +50,26 @@ PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog near the river bank at dawn. " * 12,
     "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
 )
-CPUINFO = Path("/proc/cpuinfo")
 SEQUENCE_STEP = 32
+
+# The timing probe: 16 texts of 60 common words (~62 tokens, one SEQUENCE_STEP multiple) for the
+# document lane, one short query at a time for the query lane. About 1 s of start-up on 2 cores.
+_WORDS = (
+    "the of and to in is that for it as was with be by on not this are or from at which but "
+    "have an they were there one all we their been has when who will more no if out so what up "
+    "its about into than them can only other new some could time these two may then first any "
+    "now such like our over even most made after also did many before must through back years "
+    "where much way well down should because each just those people how too little state good "
+    "very make world still own see work long get here between both life being under never day "
+    "same another know while last might great old year off come since against go right used"
+).split()
+PROBE_BATCH = tuple(" ".join(random.Random(seed).choices(_WORDS, k=60)) for seed in range(16))
+PROBE_QUERY = "how do vaccines train immunity"
+QUERY_CALLS = 8
+WARM_TEXTS = 4  # a warm-up call runs this many texts of the first timed call
+ROUNDS = 2
+SPEED_MARGIN = 1.1  # how much faster than the lane's default another runner must be
+CLEARLY_SLOWER = 3.0  # this much slower than the default at warm-up or in a round: timed no further
 
 
 class Runner(Protocol):
@@ -67,6 +96,24 @@ class TorchRunner:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class Fp32Runner:
+    """The model's own float32 transformer on padded token lengths; pooling onwards as loaded."""
+
+    name = "torch"
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        self._model = model
+        self._transformer = model[0].eval()
+
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        import torch
+
+        features = pad_tokens(self._model.preprocess(texts), self._model.max_seq_length)
+        with torch.inference_mode():
+            features = self._transformer(features)
+        return finish(self._model, features, normalize)
 
 
 class Bf16Runner:
@@ -132,39 +179,160 @@ def probe(model: SentenceTransformer, runner: Runner) -> float:
     return min_cosine(reference, runner.encode(texts, normalize=False))
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (Linux); empty where /proc/cpuinfo cannot tell."""
-    try:
-        text = CPUINFO.read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
-
-
-def pick_precision(wanted: EncoderPrecision, device: str) -> EncoderPrecision:
-    """bfloat16 document batches on a CPU with AMX (`auto`) or when asked; float32 otherwise.
-    On CUDA the model runs as loaded."""
-    if device != "cpu":
-        if wanted is EncoderPrecision.BF16:
-            log.warning("BRAID_ENCODER_PRECISION=bf16 applies on CPU only; float32 on %s", device)
-        return EncoderPrecision.FP32
-    if wanted is EncoderPrecision.AUTO:
-        return EncoderPrecision.BF16 if "amx_bf16" in cpu_flags() else EncoderPrecision.FP32
-    return wanted
-
-
 def bf16_runner(model: SentenceTransformer) -> Bf16Runner | None:
-    """A bfloat16 runner for `model`, or None (logged) when it cannot make one that matches."""
+    """A bfloat16 copy of `model`'s transformer, or None (logged) where torch refuses one."""
     try:
         runner = Bf16Runner(model)
-        cosine = probe(model, runner)
+        runner.encode(["a first text"], normalize=False)
     except Exception as exc:  # torch or the model refusing bfloat16: keep float32
         log.warning("bfloat16 is not available for this model: %s: %s", type(exc).__name__, exc)
         return None
-    if cosine < PROBE_MIN_COSINE:
-        log.warning("bfloat16 embeddings differ from float32 (cosine %.5f): kept float32", cosine)
-        return None
     return runner
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate runner of a lane: texts a second (None: not timed) and worst cosine to
+    float32 (None: not probed, as a runner that cannot win on speed is not)."""
+
+    name: str
+    rate: float | None = None
+    cosine: float | None = None
+    warm_up_only: bool = False  # clearly slower at warm-up: timed no further
+
+    def __str__(self) -> str:
+        rate = "untimed" if self.rate is None else f"{self.rate:.0f}/s"
+        if self.warm_up_only:
+            rate += " at warm-up"
+        cosine = "" if self.cosine is None else f" (cosine {self.cosine:.5f})"
+        return f"{self.name} {rate}{cosine}"
+
+
+def matches(measured: Measured) -> bool:
+    return measured.cosine is not None and measured.cosine >= PROBE_MIN_COSINE
+
+
+def could_win(default: Measured, other: Measured) -> bool:
+    """Whether `other` is fast enough to replace the lane's default (if it matches float32)."""
+    if default.rate is None or other.rate is None:
+        return False
+    return other.rate >= SPEED_MARGIN * default.rate
+
+
+def choose_lane(measured: Sequence[Measured]) -> tuple[str, str]:
+    """The runner a lane keeps, and why. The first is the lane's default (float32, or a runner
+    already checked against it) and stays unless another matches float32 and is SPEED_MARGIN
+    times as fast; of those, the fastest wins."""
+    default, *others = measured
+    if not others:
+        return default.name, "the only candidate the settings allow"
+    winners = [m for m in others if could_win(default, m) and matches(m)]
+    if winners:
+        best = max(winners, key=lambda m: m.rate or 0.0)
+        assert best.rate and default.rate
+        speedup = best.rate / default.rate
+        return best.name, f"{speedup:.2f}x as fast as {default.name} (needs {SPEED_MARGIN}x)"
+    differing = [m.name for m in others if could_win(default, m) and not matches(m)]
+    if differing:
+        return default.name, f"{', '.join(differing)} faster but under cosine {PROBE_MIN_COSINE}"
+    return default.name, f"nothing {SPEED_MARGIN}x as fast"
+
+
+def time_runners(runners: Sequence[Runner], calls: Sequence[list[str]]) -> list[Measured]:
+    """Texts a second of each runner over `calls`, best of ROUNDS, the runners taken in turn.
+
+    Each first runs one warm-up call of WARM_TEXTS. After it and after each round, a runner
+    under 1/CLEARLY_SLOWER of the first runner's rate is timed no further (a bfloat16 copy where
+    the CPU emulates bfloat16 would cost seconds)."""
+    warm = [calls[0][:WARM_TEXTS]]
+    rates = [_rate(runner, warm) for runner in runners]
+    timed = [i for i, rate in enumerate(rates) if rate * CLEARLY_SLOWER >= rates[0]]
+    dropped = {i: rates[i] for i in range(len(runners)) if i not in timed}
+    best = dict.fromkeys(timed, 0.0)
+    for round_ in range(ROUNDS):
+        for i in timed if round_ % 2 == 0 else reversed(timed):
+            best[i] = max(best[i], _rate(runners[i], calls))
+        timed = [i for i in timed if best[i] * CLEARLY_SLOWER >= best[0]]
+    return [
+        Measured(runner.name, dropped[i], warm_up_only=True)
+        if i in dropped
+        else Measured(runner.name, best[i])
+        for i, runner in enumerate(runners)
+    ]
+
+
+def _rate(runner: Runner, calls: Sequence[list[str]]) -> float:
+    started = time.perf_counter()
+    for texts in calls:
+        runner.encode(texts, normalize=True)
+    return sum(len(texts) for texts in calls) / max(time.perf_counter() - started, 1e-9)
+
+
+class LanePicker:
+    """Picks each lane's runner for one model on CPU: the candidates the settings allow (the
+    lane's default first), timed when there are several, then `choose_lane`.
+
+    `cosines` holds what is already known (ONNX was probed at export); float32 torch is 1.
+    """
+
+    def __init__(
+        self, model: SentenceTransformer, precision: EncoderPrecision, cosines: dict[str, float]
+    ) -> None:
+        self._model = model
+        self._precision = precision
+        self._cosines = {TorchRunner.name: 1.0, **cosines}
+        self._bf16 = None if precision is EncoderPrecision.FP32 else bf16_runner(model)
+        if self._bf16 and precision is EncoderPrecision.BF16:  # forced: untimed, still probed
+            cosine = self.cosine(self._bf16)
+            if cosine < PROBE_MIN_COSINE:
+                log.warning("bfloat16 differs from float32 (cosine %.5f): kept float32", cosine)
+                self._bf16 = None
+
+    def cosine(self, runner: Runner) -> float:
+        if runner.name not in self._cosines:
+            self._cosines[runner.name] = probe(self._model, runner)
+        return self._cosines[runner.name]
+
+    def candidates(self, kind: EmbedKind, default: Runner | None) -> list[Runner]:
+        """`default` (an ONNX runner) if any, then the torch runners the precision allows."""
+        fp32 = Fp32Runner(self._model) if kind is EmbedKind.DOCUMENT else TorchRunner(self._model)
+        torch: list[Runner] = [fp32]
+        if self._bf16 is not None:
+            torch = [self._bf16] if self._precision is EncoderPrecision.BF16 else [fp32, self._bf16]
+        return ([default] if default else []) + torch
+
+    def pick(self, kind: EmbedKind, default: Runner | None, model_name: str) -> Runner:
+        """The lane's runner; one INFO line says what was measured and why it won."""
+        started = time.perf_counter()
+        candidates = self.candidates(kind, default)
+        if len(candidates) == 1:
+            measured = [Measured(candidates[0].name, cosine=self._cosines.get(candidates[0].name))]
+        else:
+            timed = time_runners(candidates, probe_calls(kind))
+            # Probed only where it matters: the default, and runners fast enough to replace it.
+            probed = [i == 0 or could_win(timed[0], m) for i, m in enumerate(timed)]
+            measured = [
+                replace(m, cosine=self.cosine(runner)) if wanted else m
+                for m, runner, wanted in zip(timed, candidates, probed, strict=True)
+            ]
+        name, why = choose_lane(measured)
+        log.info(
+            "%s %s lane (%s): %s; runs %s: %s (%.2f s)",
+            model_name,
+            kind,
+            f"texts a second, batches of {len(PROBE_BATCH)}"
+            if kind is EmbedKind.DOCUMENT
+            else "queries a second, one at a time",
+            ", ".join(map(str, measured)),
+            name,
+            why,
+            time.perf_counter() - started,
+        )
+        return next(runner for runner in candidates if runner.name == name)
+
+
+def probe_calls(kind: EmbedKind) -> list[list[str]]:
+    """What a lane is timed on: the probe batch, or one short query at a time."""
+    if kind is EmbedKind.DOCUMENT:
+        return [list(PROBE_BATCH)]
+    return [[PROBE_QUERY] for _ in range(QUERY_CALLS)]

@@ -8,11 +8,12 @@ collection's stats show every document indexed, with the CPU each process of the
 it. Each peer runs in a process of its own with nothing else running, before and after Braid, and
 the better of the two is the one Braid is held to.
 
-Dense: the baseline is `SentenceTransformer(...).encode(texts, batch_size=32)` (baseline.py). On
-a CPU with AMX Braid's document lane runs a bfloat16 transformer (encoder/runners.py), so the run
-also times `encode()` on the model cast to bfloat16 (after Braid), the fastest baseline a user
-could pick there, and reports Braid against it too. The report says which precision each side ran
-(precision.py): the CPU's flags, and the lanes Braid's encoder logged at model load. Corpora:
+Dense: the baseline is `SentenceTransformer(...).encode(texts, batch_size=32)` (baseline.py). Where
+bfloat16 is native, Braid's document lane measures it faster at load and runs a bfloat16
+transformer (encoder/runners.py), so the run also times `encode()` on the model cast to bfloat16
+(after Braid), the fastest baseline a user could pick there, and reports Braid against it too.
+The report says which precision each side ran (precision.py): the CPU's flags, and the lanes
+Braid's encoder logged at model load. Corpora:
 ~60-word texts (bench/common/texts.py) into a collection with one `dense_model` vector; and BEIR
 SciFact abstracts (../shared/relevance/scifact-train, skipped when absent) into the README's
 default collection (keyword on name and content, the dense model on content). The model embeds

@@ -4,7 +4,7 @@
 
 `measure(texts, folder)` runs it and gives texts per second; `measure(..., bf16=True)` runs the
 same `encode()` on the model cast to bfloat16 (`model.to(torch.bfloat16)`), the fastest thing a
-user could pick on a CPU with AMX, to hold Braid's bfloat16 document lane against.
+user could pick where the CPU has native bfloat16, to hold Braid's bfloat16 document lane against.
 
 Run as a process of its own, on an idle machine, so that torch takes every core with its default
 thread count, as it would in a user's script. The model is the installed all-MiniLM-L6-v2 package

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from bench.common import texts
 from core.enums import EmbedKind, EncoderBackend, EncoderPrecision
 from core.settings import Settings
-from encoder import onnx
+from encoder import onnx, runners
 from encoder.registry import LoadedModel, ModelRegistry, pick_backend
 from encoder.runners import TorchRunner
 
@@ -51,11 +52,27 @@ def test_onnx_runs_both_lanes_of_minilm_on_onnx_runtime(minilm: LoadedModel) -> 
     assert isinstance(minilm.runner(EmbedKind.QUERY), onnx.OnnxRunner)
 
 
-def test_auto_runs_queries_on_onnx_and_document_batches_on_torch(data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("onnx_rate", "torch_rate", "query_lane"),
+    [(200.0, 100.0, "onnx"), (100.0, 105.0, "onnx"), (100.0, 300.0, "torch")],
+)
+def test_auto_times_onnx_against_torch_for_queries_and_runs_documents_on_torch(
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    onnx_rate: float,
+    torch_rate: float,
+    query_lane: str,
+) -> None:
+    by_name = {"onnx": onnx_rate, "torch": torch_rate}
+
+    def measure(candidates: Sequence[runners.Runner], calls: object) -> list[runners.Measured]:
+        return [runners.Measured(runner.name, by_name[runner.name]) for runner in candidates]
+
+    monkeypatch.setattr(runners, "time_runners", measure)
     model = load(data_dir, encoder_precision=EncoderPrecision.FP32)
-    assert model.lanes == "torch+onnx"
-    assert isinstance(model.runner(EmbedKind.QUERY), onnx.OnnxRunner)
-    assert isinstance(model.runner(EmbedKind.DOCUMENT), TorchRunner)
+    assert model.lanes == f"torch+{query_lane}".removesuffix("+torch")
+    assert model.runner(EmbedKind.QUERY).name == query_lane
+    assert isinstance(model.runner(EmbedKind.DOCUMENT), runners.Fp32Runner)
 
 
 @pytest.mark.parametrize("normalize", [True, False])
