@@ -6,6 +6,8 @@
 that its CPU and memory do not mix with the stack's, and gives documents per second and CPU-ms per
 document. Milvus Lite 3 is pure Python and serves in threads of that process (no server child);
 the CPU counted is still the process's whole tree (bench/common/procs.py), reaped children too.
+It runs in a virtual environment of its own (VENV, made on first use from milvus-requirements.txt):
+pymilvus needs an orjson newer than the one Braid pins.
 
 The collection: an `id` VARCHAR primary key; a `text` VARCHAR with `enable_analyzer=True` holding
 the document's name and content as one text, `name + "\\n" + content` (Braid indexes the two fields
@@ -38,6 +40,8 @@ from bench.common import procs
 BATCH = 100  # documents per insert, as Braid's bulk requests
 COLLECTION = "keyword"
 REPO = Path(__file__).resolve().parents[2]
+REQUIREMENTS = Path(__file__).with_name("milvus-requirements.txt")
+VENV = Path(os.environ.get("BRAID_BENCH_MILVUS_VENV", "/var/tmp/braid-bench-milvus"))
 COUNT_TIMEOUT_S = 600.0
 
 
@@ -55,7 +59,7 @@ def measure(documents: list[dict[str, Any]], warm: int, folder: Path) -> Result:
     shutil.rmtree(database, ignore_errors=True)
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "bench.ingest.milvus", str(path), str(database), str(warm)],
+            [str(python()), "-m", "bench.ingest.milvus", str(path), str(database), str(warm)],
             check=True,
             capture_output=True,
             text=True,
@@ -64,6 +68,21 @@ def measure(documents: list[dict[str, Any]], warm: int, folder: Path) -> Result:
     finally:
         shutil.rmtree(database, ignore_errors=True)
     return parse(out)
+
+
+def python() -> Path:
+    """VENV's interpreter, the environment made and filled first when it is not (about a minute,
+    from PyPI); a requirements change fills it again."""
+    interpreter = VENV / "bin" / "python3"
+    stamp = VENV / "requirements.txt"
+    wanted = REQUIREMENTS.read_text()
+    if interpreter.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return interpreter
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+    pip = [str(interpreter), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, "-r", str(REQUIREMENTS)], check=True)
+    stamp.write_text(wanted)
+    return interpreter
 
 
 def parse(out: str) -> Result:
