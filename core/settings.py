@@ -88,7 +88,11 @@ class Settings(BaseSettings):
     # entry, else 503; the worker forgets a queued entry whose message never reached the broker
     # once it is older than this (an api killed between the two: worker/reaper.py).
     publish_deadline_s: float = Field(20.0, gt=0)
-    worker_batch_size: int = Field(64, ge=1)
+    # Documents a worker batch takes (its prefetch holds BATCHES_IN_FLIGHT + 1 of them). Each
+    # batch costs a store flush, a replication message every search node applies, and Redis and
+    # broker round trips: a keyword bulk load ran 22 % faster at 256 than at 64, on 14 % less CPU
+    # a document (512: slower again); dense ingest the same (docs/benchmarks.md, issue 32).
+    worker_batch_size: int = Field(256, ge=1)
     # Writes to an embedded shard before it is optimized (then also 20 % growth): each optimize
     # rebuilds the whole shard's index. Qdrant itself leaves segments under ~6,600 vectors of 384
     # dims unindexed; at 1,000 a bulk load rebuilt the index every 1,000 documents, on the cores

@@ -14,6 +14,7 @@ from collections import Counter
 
 import httpx
 
+from core.settings import Settings
 from harness.verify import Write
 from tests.integration.traffic import (
     CONNECTION_DROPPED,
@@ -26,7 +27,8 @@ from tests.integration.traffic import (
 from worker.consumer import BATCHES_IN_FLIGHT, HELD_PRUNE_AT
 
 # Queued when a fault hits: more than the worker's prefetch and what it holds for the reaper.
-BACKLOG = HELD_PRUNE_AT + 64 * (BATCHES_IN_FLIGHT + 1) + 200
+WORKER_BATCH: int = Settings.model_fields["worker_batch_size"].default
+BACKLOG = HELD_PRUNE_AT + WORKER_BATCH * (BATCHES_IN_FLIGHT + 1) + 200
 BULK_SIZE = 100
 THROTTLED_SIZE = 5
 BULK_IDS = 3_000
