@@ -40,6 +40,11 @@ from store.replication.marks import Marks
 
 log = logging.getLogger(__name__)
 
+# A search node applies a message on its event loop, between the searches it answers: a message
+# of at most this many points keeps each pause short (~10 ms of seed documents), whatever the
+# worker's batch (core/settings.py: 256).
+REPLICATION_CHUNK = 64
+
 Op = Literal[
     "start", "tick", "optimized", "create", "drop", "empty", "upsert", "overwrite", "delete"
 ]
@@ -159,10 +164,13 @@ class Replicator(ReadThrough, StoreWriter):
             await self._send("empty", collection=name)
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
+        """One store write; broadcast in messages of at most REPLICATION_CHUNK points."""
         wire = [WirePoint(doc_id=p.doc_id, payload=p.payload, vectors=p.vectors) for p in points]
+        chunks = [wire[i : i + REPLICATION_CHUNK] for i in range(0, len(wire), REPLICATION_CHUNK)]
         async with self._lock, self._gap_on_failure():
             await self._store.upsert(name, points)
-            await self._send("upsert", collection=name, points=wire)
+            for chunk in chunks or [wire]:
+                await self._send("upsert", collection=name, points=chunk)
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
         async with self._lock, self._gap_on_failure():

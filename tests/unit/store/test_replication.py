@@ -8,13 +8,22 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.enums import DenseDistance
 from core.vectors import SparseVector
+from store.edge.store import EdgeStore
 from store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot
+from store.replication.marks import Marks
 from store.replication.replica import Replica
-from store.replication.replicator import Position, WirePoint, Written
+from store.replication.replicator import (
+    REPLICATION_CHUNK,
+    Position,
+    Replicator,
+    WirePoint,
+    Written,
+)
 
 
 def test_an_upsert_crosses_the_wire_with_its_vectors_and_payload() -> None:
@@ -75,3 +84,37 @@ async def test_caught_up_gives_up_after_its_timeout() -> None:
     replica = _replica_at(Position(1, 1))
     assert await replica.caught_up(Position(1, 2), timeout_s=0.01) is False
     assert await replica.caught_up(Position(1, 1), timeout_s=0.01) is True
+
+
+class Broadcasts:
+    """A Bus stand-in that keeps what the replicator broadcasts."""
+
+    def __init__(self) -> None:
+        self.sent: list[Written] = []
+
+    async def broadcast(self, exchange: str, message: Written) -> None:
+        self.sent.append(message)
+
+
+async def test_a_large_upsert_is_one_store_write_broadcast_in_chunks_in_order(
+    tmp_path: Path,
+) -> None:
+    """A search node applies each message on its event loop, between searches: a worker batch
+    larger than REPLICATION_CHUNK goes out in consecutive messages that hold it all."""
+    store = await EdgeStore.open(tmp_path / "store")
+    bus = Broadcasts()
+    replicator = Replicator(store, cast(Bus, bus), cast(Redis, None), cast(Marks, None))
+    await replicator.create_collection("c", CollectionSchema(sparse=[SparseSlot("kw", True)]))
+    points = [
+        PointWrite(f"d{i}", {"name": f"n{i}"}, {"kw": SparseVector(indices=[i], values=[1.0])})
+        for i in range(REPLICATION_CHUNK * 2 + 5)
+    ]
+    try:
+        await replicator.upsert("c", points)
+        assert await store.count("c") == len(points)
+    finally:
+        await store.close()
+    upserts = [m for m in bus.sent if m.op == "upsert"]
+    assert [len(m.points) for m in upserts] == [REPLICATION_CHUNK, REPLICATION_CHUNK, 5]
+    assert [m.seq for m in upserts] == [bus.sent[0].seq + 1 + i for i in range(3)]
+    assert [p for m in upserts for p in m.store_points()] == points
