@@ -11,7 +11,7 @@ Studies (`--help` on each for its options):
     encoders/    python3 -m bench.encoders    the raw model vs the encoder pool
     soak/        python3 -m bench.soak        an hour at half the knee: memory and latency
     ceiling/     python3 -m bench.ceiling     CPU-ms per keyword search, Braid vs the bare engine
-    ingest/      python3 -m bench.ingest      bulk ingest vs encode() (dense) and Milvus Lite (keyword)
+    ingest/      python3 -m bench.ingest      bulk ingest vs encode() and Milvus Lite
     relevance/   python3 -m bench.relevance   nDCG@10 and recall@100 on BEIR SciFact vs BM25
     brokerkill.py  python3 -m bench.brokerkill  kill -9 of RabbitMQ under a write stream
     container.py   python3 -m bench.container   the image: size, build, start, memory, stop
