@@ -98,34 +98,15 @@ class TorchRunner:
         return np.asarray(vectors, dtype=np.float32)
 
 
-class Fp32Runner:
-    """The model's own float32 transformer on padded token lengths; pooling onwards as loaded."""
+class PaddedRunner:
+    """Module 0 (the transformer) run here on padded token lengths (pad_tokens), then the modules
+    after it on its token embeddings in float32 (finish)."""
 
-    name = "torch"
+    name = "padded"
 
-    def __init__(self, model: SentenceTransformer) -> None:
+    def __init__(self, model: SentenceTransformer, transformer: Any) -> None:
         self._model = model
-        self._transformer = model[0].eval()
-
-    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
-        import torch
-
-        features = pad_tokens(self._model.preprocess(texts), self._model.max_seq_length)
-        with torch.inference_mode():
-            features = self._transformer(features)
-        return finish(self._model, features, normalize)
-
-
-class Bf16Runner:
-    """The transformer on a bfloat16 copy of its weights; pooling onwards in float32."""
-
-    name = "torch-bf16"
-
-    def __init__(self, model: SentenceTransformer) -> None:
-        import torch
-
-        self._model = model
-        self._transformer = copy.deepcopy(model[0]).to(torch.bfloat16).eval()
+        self._transformer = transformer
 
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
         import torch
@@ -135,6 +116,26 @@ class Bf16Runner:
             features = self._transformer(features)
             features["token_embeddings"] = features["token_embeddings"].float()
         return finish(self._model, features, normalize)
+
+
+class Fp32Runner(PaddedRunner):
+    """The model's own float32 transformer."""
+
+    name = "torch"
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        super().__init__(model, model[0].eval())
+
+
+class Bf16Runner(PaddedRunner):
+    """The transformer on a bfloat16 copy of its weights."""
+
+    name = "torch-bf16"
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        import torch
+
+        super().__init__(model, copy.deepcopy(model[0]).to(torch.bfloat16).eval())
 
 
 def pad_tokens(features: dict[str, Any], longest: int | None) -> dict[str, Any]:

@@ -38,14 +38,12 @@ from bench.common import cpu, texts
 from bench.common.report import Report
 from bench.ingest import baseline, keyword, milvus, precision
 from bench.ingest.braid import TIMESTAMP, WARM, Corpus, Ingest, braid
-from bench.ingest.keyword import KEYWORD
+from bench.load import workload
 from bench.relevance import beir
 from harness.stack import Stack
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 RUNS_HEADING = "## Runs of bench/ingest"
-MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-DENSE = {"name": "dense", "type": "dense_model", "model": MODEL, "index_fields": ["content"]}
 DENSE_HEADER = [
     "corpus",
     "encode() texts/s, before / after",
@@ -62,7 +60,7 @@ def corpora(short: int, abstracts: int, data: Path) -> list[Corpus]:
     found = [
         Corpus(
             f"~60-word texts, {short:,}; one dense_model vector",
-            [DENSE],
+            [workload.DENSE],
             [
                 {"id": f"t{i}", "content": text, "timestamp": TIMESTAMP}
                 for i, text in enumerate(texts.documents(short + WARM))
@@ -74,7 +72,7 @@ def corpora(short: int, abstracts: int, data: Path) -> list[Corpus]:
         found.append(
             Corpus(
                 f"SciFact abstracts, {abstracts:,}; README's default collection",
-                [KEYWORD, DENSE],
+                workload.CONFIGS["hybrid"],
                 [
                     {"id": r.id, "name": r.title, "content": r.text, "timestamp": TIMESTAMP}
                     for r in records

@@ -15,7 +15,6 @@ from bench.ingest.braid import WARM, Corpus, Ingest
 from bench.ingest.milvus import Result
 from bench.load import workload
 
-KEYWORD = {"name": "keyword", "type": "keyword", "index_fields": ["name", "content"]}
 DEFAULT_DOCUMENTS = 20_000
 QUICK_DOCUMENTS = 500
 HEADER = [
@@ -32,7 +31,7 @@ HEADER = [
 def corpus(documents: int) -> Corpus:
     fake = workload.seeded(documents)
     made = [workload.document(fake, n, workload.PREPOPULATED_AT) for n in range(documents + WARM)]
-    return Corpus(f"seed workload, {documents:,}; keyword only", [KEYWORD], made)
+    return Corpus(f"seed workload, {documents:,}; keyword only", [workload.KEYWORD], made)
 
 
 def row(documents: int, run: Ingest, before: Result, after: Result) -> list[str]:

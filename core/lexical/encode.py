@@ -161,14 +161,9 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     for views, n in zip(
         many_views(list(distinct), params.kind, language), distinct.values(), strict=True
     ):
-        if n == 1:
-            words += views.words
-            demoted += views.demoted
-            trigrams += views.trigrams
-        else:
-            words += views.words * n
-            demoted += views.demoted * n
-            trigrams += views.trigrams * n
+        words += views.words * n
+        demoted += views.demoted * n
+        trigrams += views.trigrams * n
         surface.update(views.surface)
         if views.code:
             codes.update(views.trigrams)

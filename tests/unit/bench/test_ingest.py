@@ -8,6 +8,7 @@ import pytest
 from bench.common import cpu
 from bench.ingest import keyword, milvus, precision
 from bench.ingest.braid import WARM, Ingest
+from bench.load import workload
 
 CPUINFO = """processor\t: 0
 model name\t: Intel(R) Xeon(R) Processor
@@ -55,7 +56,7 @@ def test_dense_notes_say_each_sides_precision_and_when_no_model_was_loaded() -> 
 def test_the_keyword_corpus_is_seed_workload_documents_with_the_warm_ones_first() -> None:
     corpus = keyword.corpus(3)
     assert len(corpus.documents) == WARM + 3 and len(corpus.timed) == 3
-    assert corpus.vectors == [keyword.KEYWORD]
+    assert corpus.vectors == [workload.KEYWORD]
     assert [d["id"] for d in corpus.timed] == [str(WARM), str(WARM + 1), str(WARM + 2)]
     assert keyword.corpus(3).documents == corpus.documents  # seeded: the same every run
     first = corpus.documents[0]
