@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from core.enums import EmbedKind, EmbedOutput, OpType
 from core.schemas.collection import CollectionConfig
@@ -13,16 +13,38 @@ from core.schemas.document import Document, DocumentFetchRequest
 from core.schemas.search import SearchQuery
 from core.vectors import SparseVector
 
+# Writes a documents-queue message carries at most. A bulk request's documents travel together:
+# one publish, one confirm, one delivery and one ack for up to this many, where each of those
+# cost the broker and its two clients ~0.8 CPU-ms a message (docs/benchmarks.md, issue 32); the
+# worker's prefetch is counted in messages, so this also sets how many documents it holds.
+WRITES_PER_MESSAGE = 8
 
-class DocumentMessage(BaseModel):
-    """One queued write: the whole document for an upsert, the id for a delete."""
 
-    collection: str
+class DocumentWrite(BaseModel):
+    """One queued write: the whole document for an upsert, the id for a delete. Each has its own
+    ledger item (queue_id): status, tries and cancelling stay per document."""
+
     queue_id: str
     op: OpType
     doc_id: str
     timestamp: datetime
     document: Document | None = None
+
+
+class DocumentMessage(BaseModel):
+    """A message on the documents queue: up to WRITES_PER_MESSAGE writes to one collection."""
+
+    collection: str
+    writes: list[DocumentWrite]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_write(cls, data: Any) -> Any:
+        """A message of one write, as Braid queued every write before messages held several,
+        reads as a message of that one write: an upgrade leaves nothing queued unreadable."""
+        if isinstance(data, dict) and "writes" not in data and "queue_id" in data:
+            return {"collection": data.get("collection"), "writes": [data]}
+        return data
 
 
 class EmbedRequest(BaseModel):

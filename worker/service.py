@@ -45,7 +45,7 @@ from store.replication.replicator import Replicator
 from store.vectorizer import Vectorizer
 from worker.admin import Admin, store_ok
 from worker.browsing import Browser
-from worker.consumer import BATCHES_IN_FLIGHT, DocumentConsumer
+from worker.consumer import DocumentConsumer, prefetch_for
 from worker.indexing import Indexer
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
@@ -128,7 +128,7 @@ class WorkerService:
         await self._bus.consume(
             DOCUMENTS_QUEUE,
             self._consumer.on_message,
-            prefetch=self._settings.worker_batch_size * (BATCHES_IN_FLIGHT + 1),
+            prefetch=prefetch_for(self._settings.worker_batch_size),
         )
         self._consuming = asyncio.create_task(self._consumer.run(), name="document-consumer")
         self._heartbeat.start()

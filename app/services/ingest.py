@@ -1,4 +1,4 @@
-"""Async writes: record each in the ledger, publish it durably, and only then answer 200."""
+"""Async writes: record each in the ledger, publish them durably, and only then answer 200."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from app.services.worker import require_collection
 from core.enums import OpType, UnavailableReason
 from core.errors import Unavailable
 from core.ledger import QueuedWrite, new_queue_id
-from core.messages import DocumentMessage
+from core.messages import WRITES_PER_MESSAGE, DocumentMessage, DocumentWrite
 from core.names import DOCUMENTS_QUEUE
 from core.schemas.document import Document
 
@@ -21,9 +21,8 @@ async def enqueue_upserts(ctx: ApiContext, collection: str, documents: list[Docu
     config = await require_collection(ctx, collection)
     for document in documents:
         check_document(config, document)
-    messages = [
-        DocumentMessage(
-            collection=collection,
+    writes = [
+        DocumentWrite(
             queue_id=new_queue_id(),
             op=OpType.UPSERT,
             doc_id=d.id,
@@ -32,7 +31,7 @@ async def enqueue_upserts(ctx: ApiContext, collection: str, documents: list[Docu
         )
         for d in documents
     ]
-    await _publish(ctx, collection, messages)
+    await _publish(ctx, collection, writes)
 
 
 async def enqueue_delete(
@@ -40,27 +39,28 @@ async def enqueue_delete(
 ) -> None:
     await require_collection(ctx, collection)
     await ctx.ledger.record_delete(collection, doc_id, timestamp)
-    message = DocumentMessage(
-        collection=collection,
-        queue_id=new_queue_id(),
-        op=OpType.DELETE,
-        doc_id=doc_id,
-        timestamp=timestamp,
+    write = DocumentWrite(
+        queue_id=new_queue_id(), op=OpType.DELETE, doc_id=doc_id, timestamp=timestamp
     )
-    await _publish(ctx, collection, [message])
+    await _publish(ctx, collection, [write])
 
 
-async def _publish(ctx: ApiContext, collection: str, messages: list[DocumentMessage]) -> None:
-    """Ledger first, so the worker sees the item as live; then the broker's confirms, which count
-    only within the publish deadline of the entry: the worker's reaper forgets older entries
-    whose message it never saw (worker/reaper.py). What was refused or late is undone."""
+async def _publish(ctx: ApiContext, collection: str, writes: list[DocumentWrite]) -> None:
+    """Ledger first, so the worker sees each write as live; then the broker's confirms, one a
+    message of up to WRITES_PER_MESSAGE writes, which count only within the publish deadline of
+    the entries: the worker's reaper forgets older entries whose message it never saw
+    (worker/reaper.py). The writes of a message refused or confirmed late are undone."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ctx.settings.publish_deadline_s
     await ctx.ledger.enqueue(
-        collection, [QueuedWrite(m.queue_id, m.doc_id, m.op, m.timestamp) for m in messages]
+        collection, [QueuedWrite(w.queue_id, w.doc_id, w.op, w.timestamp) for w in writes]
     )
+    messages = [
+        DocumentMessage(collection=collection, writes=writes[i : i + WRITES_PER_MESSAGE])
+        for i in range(0, len(writes), WRITES_PER_MESSAGE)
+    ]
     publishes = (
-        ctx.bus.publish(DOCUMENTS_QUEUE, m, persistent=True, message_id=m.queue_id)
+        ctx.bus.publish(DOCUMENTS_QUEUE, m, persistent=True, message_id=m.writes[0].queue_id)
         for m in messages
     )
     results: list[object] = []
@@ -78,6 +78,8 @@ async def _publish(ctx: ApiContext, collection: str, messages: list[DocumentMess
     failures = [
         (m, r) for m, r in zip(messages, results, strict=True) if isinstance(r, BaseException)
     ]
-    await ctx.ledger.finish(collection, [(m.queue_id, m.doc_id) for m, _ in failures])
+    await ctx.ledger.finish(
+        collection, [(w.queue_id, w.doc_id) for m, _ in failures for w in m.writes]
+    )
     if failures:
         raise failures[0][1]

@@ -14,7 +14,7 @@ import httpx
 from core.bus import Bus
 from core.enums import OpType
 from core.ledger import Ledger, QueuedWrite, new_queue_id
-from core.messages import DocumentMessage
+from core.messages import WRITES_PER_MESSAGE, DocumentMessage, DocumentWrite
 from core.names import DOCUMENTS_QUEUE
 from core.redis_client import connect_redis
 from core.schemas.document import Document
@@ -160,16 +160,16 @@ async def publish_raw_upserts(
     queue_ids: list[str] | None = None,
     record: bool = True,
 ) -> None:
-    """Queue upserts as the API does (ledger, then a persistent message), in one burst so they
-    share a worker batch. This path also takes writes the API would refuse (as an older client or
-    a bug could have left them); given `queue_ids` and `record=False` it sends a message again
-    without a new ledger item, as a broker redelivery does."""
+    """Queue upserts as the API does (ledger, then persistent messages of up to
+    WRITES_PER_MESSAGE writes), in one burst so they share a worker batch. This path also takes
+    writes the API would refuse (as an older client or a bug could have left them); given
+    `queue_ids` and `record=False` it sends a message again without a new ledger item, as a
+    broker redelivery does."""
     redis = await connect_redis(redis_url)
     bus = await Bus.connect(amqp_url)
     try:
-        messages = [
-            DocumentMessage(
-                collection=collection,
+        writes = [
+            DocumentWrite(
                 queue_id=queue_ids[i] if queue_ids else new_queue_id(),
                 op=OpType.UPSERT,
                 doc_id=d.id,
@@ -181,8 +181,12 @@ async def publish_raw_upserts(
         if record:
             await Ledger(redis).enqueue(
                 collection,
-                [QueuedWrite(m.queue_id, m.doc_id, OpType.UPSERT, m.timestamp) for m in messages],
+                [QueuedWrite(w.queue_id, w.doc_id, OpType.UPSERT, w.timestamp) for w in writes],
             )
+        messages = [
+            DocumentMessage(collection=collection, writes=writes[i : i + WRITES_PER_MESSAGE])
+            for i in range(0, len(writes), WRITES_PER_MESSAGE)
+        ]
         await asyncio.gather(*(bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages))
     finally:
         await bus.close()

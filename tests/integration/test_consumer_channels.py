@@ -14,11 +14,12 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from core.ledger import Ledger
 from harness.stack import Stack
-from worker.consumer import HELD_PRUNE_AT, DocumentConsumer
+from worker.consumer import DocumentConsumer, held_prune_at
 from worker.indexing import Indexer
 
+BATCH = 64
 # More than the consumer holds before it prunes, all delivered to it at once.
-MESSAGES = HELD_PRUNE_AT + 200
+MESSAGES = held_prune_at(BATCH) + 200
 
 
 class Deliveries:
@@ -54,7 +55,7 @@ async def _consume(
 
 async def test_a_consumer_holding_messages_of_a_dead_channel_keeps_consuming(stack: Stack) -> None:
     # Only the pruning and the reaper's view are at stake: nothing here indexes or settles.
-    consumer = DocumentConsumer(cast(Indexer, None), cast(Ledger, None), 64, 0.1, 3)
+    consumer = DocumentConsumer(cast(Indexer, None), cast(Ledger, None), BATCH, 0.1, 3)
     deliveries = Deliveries(consumer)
     queue = f"scratch-{uuid.uuid4().hex[:8]}"
     connection = await aio_pika.connect(stack.amqp_url, timeout=10)

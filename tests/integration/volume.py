@@ -14,6 +14,7 @@ from collections import Counter
 
 import httpx
 
+from core.messages import WRITES_PER_MESSAGE
 from core.settings import Settings
 from harness.verify import Write
 from tests.integration.traffic import (
@@ -24,11 +25,12 @@ from tests.integration.traffic import (
     seq_of,
     stamp,
 )
-from worker.consumer import BATCHES_IN_FLIGHT, HELD_PRUNE_AT
+from worker.consumer import held_prune_at, prefetch_for
 
-# Queued when a fault hits: more than the worker's prefetch and what it holds for the reaper.
+# Queued when a fault hits: more messages than the worker's prefetch and what it holds for the
+# reaper, even were every message full (a bulk's messages carry up to WRITES_PER_MESSAGE).
 WORKER_BATCH: int = Settings.model_fields["worker_batch_size"].default
-BACKLOG = HELD_PRUNE_AT + WORKER_BATCH * (BATCHES_IN_FLIGHT + 1) + 200
+BACKLOG = (prefetch_for(WORKER_BATCH) + held_prune_at(WORKER_BATCH) + 25) * WRITES_PER_MESSAGE
 BULK_SIZE = 100
 THROTTLED_SIZE = 5
 BULK_IDS = 3_000

@@ -98,7 +98,7 @@ class Broker:
     async def publish(self, queue: str, message: DocumentMessage, **_: Any) -> None:
         if message.collection == "full":
             raise Unavailable("the document queue is full; retry later", 2)
-        self.published.append((message.collection, message.doc_id))
+        self.published += [(message.collection, w.doc_id) for w in message.writes]
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,9 +25,9 @@ import worker.consumer as consumer_module
 from core.enums import DocumentStatus, OpType
 from core.errors import RpcTimeout
 from core.ledger import Ledger
-from core.messages import DocumentMessage
+from core.messages import DocumentMessage, DocumentWrite
 from core.schemas.document import Document
-from worker.consumer import DocumentConsumer
+from worker.consumer import Delivery, DocumentConsumer
 from worker.indexing import Indexer, Write
 
 GUARD_S = 2.0  # a safety net for a wait on an event, never a stand-in for one
@@ -75,18 +76,23 @@ class FakeMessage:
         self.settled.set()
 
 
-def delivery(queue_id: str, doc_id: str | None = None, collection: str = "c") -> FakeMessage:
+def write(queue_id: str, doc_id: str | None = None) -> DocumentWrite:
     doc_id = doc_id or f"doc-{queue_id}"
     document = Document.model_validate({"id": doc_id, "timestamp": T0, "content": "text"})
-    message = DocumentMessage(
-        collection=collection,
-        queue_id=queue_id,
-        op=OpType.UPSERT,
-        doc_id=doc_id,
-        timestamp=T0,
-        document=document,
+    return DocumentWrite(
+        queue_id=queue_id, op=OpType.UPSERT, doc_id=doc_id, timestamp=T0, document=document
     )
-    return FakeMessage(message.model_dump_json().encode(), queue_id)
+
+
+def delivery(queue_id: str, doc_id: str | None = None, collection: str = "c") -> FakeMessage:
+    """A message of one write."""
+    return carrying(write(queue_id, doc_id), collection=collection)
+
+
+def carrying(*writes: DocumentWrite, collection: str = "c") -> FakeMessage:
+    """A message of several writes, as the api sends a bulk request's documents."""
+    message = DocumentMessage(collection=collection, writes=list(writes))
+    return FakeMessage(message.model_dump_json().encode(), writes[0].queue_id)
 
 
 def incoming(*messages: FakeMessage) -> list[AbstractIncomingMessage]:
@@ -108,7 +114,8 @@ class FakeLedger:
         for message in messages:
             parsed = DocumentMessage.model_validate_json(message.body)
             items = self.items.setdefault(parsed.collection, {})
-            items[parsed.queue_id] = {"status": "queued", "try_count": try_count}
+            for queued in parsed.writes:
+                items[queued.queue_id] = {"status": "queued", "try_count": try_count}
 
     async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, Any]:
         if collection in self.down_for:
@@ -119,6 +126,8 @@ class FakeLedger:
 
     async def finish(self, collection: str, items: list[tuple[str, str]]) -> int:
         self.finished += items
+        for queue_id, _ in items:  # as the ledger does: a finished write is no longer live
+            self.items.get(collection, {}).pop(queue_id, None)
         self._journal += [f"finish {qid}" for qid, _ in items]
         return len(items)
 
@@ -166,7 +175,7 @@ class Rig:
 
     async def process(self, *messages: FakeMessage) -> None:
         """One batch through the consumer's per-batch step (what `run()` starts for each)."""
-        await self.consumer._process_or_requeue(incoming(*messages))
+        await self.consumer._process_or_requeue([Delivery.read(m) for m in incoming(*messages)])
 
     async def consume(self, *messages: FakeMessage) -> None:
         """Deliver the messages, then run the consumer until each of them is settled."""
@@ -224,6 +233,15 @@ async def test_a_batch_whose_wait_is_over_is_flushed_with_what_it_holds() -> Non
     assert rig.indexer.applied == [["doc-q1"]]
 
 
+async def test_a_batch_counts_writes_not_messages() -> None:
+    rig = Rig(batch_size=4, batch_wait_s=FOREVER_S)
+    messages = [carrying(write(f"q{i}a"), write(f"q{i}b")) for i in range(4)]
+    rig.ledger.queue(*messages)
+    await rig.consume(*messages)
+    pairs = [[f"doc-q{i}a", f"doc-q{i}b"] for i in range(4)]
+    assert sorted(rig.indexer.applied) == [pairs[0] + pairs[1], pairs[2] + pairs[3]]
+
+
 # --- one batch, all well ---
 
 
@@ -271,6 +289,39 @@ async def test_an_unreadable_message_is_acked_and_dropped() -> None:
     await rig.process(unreadable, good)
     assert unreadable.settlements == ["ack"]
     assert rig.ledger.asked == [["q1"]] and rig.indexer.applied == [["doc-q1"]]
+
+
+async def test_a_message_of_several_writes_is_applied_with_its_batch_and_acked_once() -> None:
+    rig = Rig()
+    bulk, single = carrying(write("q1"), write("q2"), write("q3")), delivery("q4")
+    rig.ledger.queue(bulk, single)
+    await rig.process(bulk, single)
+    assert rig.indexer.applied == [["doc-q1", "doc-q2", "doc-q3", "doc-q4"]]
+    assert [qid for qid, _ in rig.ledger.finished] == ["q1", "q2", "q3", "q4"]
+    assert bulk.settlements == single.settlements == ["ack"]
+
+
+async def test_only_the_live_writes_of_a_message_are_applied() -> None:
+    rig = Rig()
+    bulk = carrying(write("q1"), write("q2"))
+    rig.ledger.queue(bulk)
+    del rig.ledger.items["c"]["q2"]  # cancelled by a newer delete
+    await rig.process(bulk)
+    assert rig.indexer.applied == [["doc-q1"]]
+    assert bulk.settlements == ["ack"]
+
+
+async def test_a_message_of_one_write_as_queued_before_messages_held_several_is_read() -> None:
+    """An upgrade finds messages of the older shape on the queue: each is one write."""
+    rig = Rig()
+    queued = write("q1")
+    older = FakeMessage(
+        json.dumps({"collection": "c", **queued.model_dump(mode="json")}).encode(), "q1"
+    )
+    rig.ledger.queue(delivery("q1"))
+    await rig.process(older)
+    assert rig.indexer.applied == [["doc-q1"]]
+    assert older.settlements == ["ack"]
 
 
 # --- retries ---
@@ -413,6 +464,29 @@ async def test_an_outage_while_a_batch_is_split_marks_no_write_failed(
     assert rig.indexer.counted == []
 
 
+async def test_a_poison_write_sends_its_message_back_and_only_it_is_applied_again(
+    backoffs: list[int],
+) -> None:
+    """Its neighbours in the message are indexed and out of the ledger; the message comes
+    again after the poison's backoff, and then only the poison is still live."""
+    rig = Rig(max_tries=2)
+    bulk = carrying(write("q1"), write("q2"), write("q3"))
+    rig.ledger.queue(bulk)
+    rig.indexer.poison = {"doc-q2"}
+    await rig.process(bulk)
+    await settled(bulk)
+    assert [qid for qid, _ in rig.ledger.finished] == ["q1", "q3"]
+    assert bulk.settlements == ["requeue"]
+    assert backoffs == [1]
+
+    again = carrying(write("q1"), write("q2"), write("q3"))  # the broker delivers it again
+    rig.ledger.items["c"]["q2"]["try_count"] = 1  # as restated
+    await rig.process(again)
+    assert rig.indexer.applied[-1] == ["doc-q2"]
+    assert rig.ledger.restated[-1] == ("q2", DocumentStatus.FAILED, 2)
+    assert again.settlements == ["ack"]  # given up: kept visible as failed, the message done
+
+
 # --- channel loss ---
 
 
@@ -465,6 +539,14 @@ async def test_the_reaper_is_told_held_messages_and_settled_ones_only_once() -> 
     await first.ack()
     assert rig.consumer.touched() == frozenset({"q1", "q2"})  # q1 settled since the last look
     assert rig.consumer.touched() == frozenset({"q2"})  # then only the one still unsettled
+
+
+async def test_the_reaper_is_told_every_write_of_a_held_message() -> None:
+    rig = Rig()
+    bulk = carrying(write("q1"), write("q2"))
+    for message in incoming(bulk):
+        await rig.consumer.on_message(message)
+    assert rig.consumer.touched() == frozenset({"q1", "q2"})
 
 
 async def test_the_reaper_is_told_nothing_is_safe_after_a_held_message_lost_its_channel() -> None:
