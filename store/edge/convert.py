@@ -7,10 +7,11 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+import orjson
 import qdrant_edge as qe
 
 from core.vectors import SparseVector
-from store.conditions import build_filter
+from store.conditions import METADATA, TAGS, build_filter
 from store.ids import DOC_ID_KEY, DocIds, stored_payload, stored_point
 from store.protocol import (
     ArmHit,
@@ -25,6 +26,15 @@ from store.protocol import (
 # This process's point ids and document ids, both ways: queries read no payloads (`to_hits`).
 _IDS = DocIds()
 
+# The payload keys the engine itself reads: filters, facets and payload indexes (tags and
+# metadata, `store.conditions`) and the document id of a point met by a query (`learn`). Every
+# other field goes in as one JSON string under PACKED: the binding spends ~5 µs on each string
+# it converts, so a seed document's payload cost 98 µs to build as it stood and 27 µs packed, in
+# each of the three copies a write makes (the worker's and one a search node); the engine's own
+# update and flush are ~60 µs (docs/benchmarks.md, issue 32).
+ENGINE_KEYS = frozenset({TAGS, METADATA, DOC_ID_KEY})
+PACKED = "_packed"
+
 
 def point_id(doc_id: str) -> Any:
     """The engine's point id of a document (ids.point_id's, remembered)."""
@@ -33,7 +43,25 @@ def point_id(doc_id: str) -> Any:
 
 def to_point(point: PointWrite) -> qe.Point:
     vectors = {slot: to_edge_vector(v) for slot, v in point.vectors.items()}
-    return qe.Point(_IDS.point(point.doc_id), vectors, stored_payload(point.doc_id, point.payload))
+    return qe.Point(_IDS.point(point.doc_id), vectors, to_payload(point.doc_id, point.payload))
+
+
+def to_payload(doc_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as the engine keeps it: the keys it reads, the rest packed (see PACKED)."""
+    stored = stored_payload(doc_id, payload)
+    engine = {key: value for key, value in stored.items() if key in ENGINE_KEYS}
+    packed = {key: value for key, value in stored.items() if key not in ENGINE_KEYS}
+    engine[PACKED] = orjson.dumps(packed).decode()
+    return engine
+
+
+def from_payload(payload: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A payload as `to_payload` kept it, whole again; one stored before packing as it is."""
+    if not payload or PACKED not in payload:
+        return payload
+    whole: dict[str, Any] = orjson.loads(payload[PACKED])
+    whole.update((key, value) for key, value in payload.items() if key != PACKED)
+    return whole
 
 
 def to_edge_vector(value: VectorValue) -> Any:
@@ -49,7 +77,7 @@ def from_edge_vector(value: Any) -> VectorValue:
 
 
 def to_stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
-    return stored_point(record.payload, record.vector, with_vectors, from_edge_vector)
+    return stored_point(from_payload(record.payload), record.vector, with_vectors, from_edge_vector)
 
 
 class Idf(enum.Enum):

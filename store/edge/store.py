@@ -18,7 +18,7 @@ from store.edge import calls, convert, folder, heap
 from store.edge import optimize as optimizer
 from store.edge.convert import INDEX_IDF_FROM
 from store.edge.gate import Gate
-from store.ids import DOC_ID_KEY, stored_payload
+from store.ids import DOC_ID_KEY
 from store.protocol import (
     ArmHit,
     ArmQuery,
@@ -161,7 +161,7 @@ class EdgeStore:
         # operation a point (each has its own payload), one flush for them all.
         operations = [
             qe.UpdateOperation.overwrite_payload(
-                [convert.point_id(doc_id)], stored_payload(doc_id, payload)
+                [convert.point_id(doc_id)], convert.to_payload(doc_id, payload)
             )
             for doc_id, payload in payloads.items()
         ]

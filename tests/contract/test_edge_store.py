@@ -15,10 +15,11 @@ import pytest
 from redis.asyncio import Redis
 
 from core.bus import Bus
+from core.filters import parse_filter
 from store.edge import convert as edge_convert
 from store.edge.store import EdgeStore
-from store.ids import DocIds
-from store.protocol import ArmQuery, CollectionMissing, StoreError, StoreLocked
+from store.ids import DocIds, stored_payload
+from store.protocol import ArmQuery, CollectionMissing, PointFilter, StoreError, StoreLocked
 from store.replication.marks import Marks
 from store.replication.replicator import Position, Replicator
 from tests.contract.conftest import COLLECTION, SCHEMA, ids, point, sparse
@@ -65,6 +66,32 @@ async def test_edge_hits_of_points_another_process_wrote_carry_their_document_id
         assert len(edge_convert._IDS) == 2
     finally:
         await again.close()
+
+
+async def test_edge_payloads_keep_apart_only_what_the_engine_reads(
+    store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A payload is stored as the keys the engine reads (tags, metadata, the document id) and one
+    packed string for the rest; a point stored whole, as before packing, reads back the same and
+    is found by the same filters."""
+    store = await EdgeStore.open(store_root)
+    fields = {"name": "n", "tags": ["t"], "metadata": {"k": 1}, "_braid": {"ts_us": 5}}
+    try:
+        await store.create_collection(COLLECTION, SCHEMA)
+        with monkeypatch.context() as before:
+            before.setattr(edge_convert, "to_payload", stored_payload)
+            await store.upsert(COLLECTION, [point("whole", **fields)])
+        await store.upsert(COLLECTION, [point("packed", **fields)])
+        got = await store.retrieve(COLLECTION, ["whole", "packed"])
+        assert got["whole"].payload == got["packed"].payload == fields
+        packed_id = edge_convert.point_id("packed")
+        [record] = await store._use(COLLECTION, lambda e: e.retrieve([packed_id], True, False))
+        assert set(record.payload) == {"tags", "metadata", "_doc_id", edge_convert.PACKED}
+        for where in (PointFilter(tags=("t",)), PointFilter(metadata=parse_filter("k = 1"))):
+            page = await store.scroll(COLLECTION, where, None, 10)
+            assert sorted(p.doc_id for p in page.points) == ["packed", "whole"]
+    finally:
+        await store.close()
 
 
 async def test_edge_second_open_raises_store_locked_while_first_is_open(store_root: Path) -> None:
