@@ -80,7 +80,8 @@ class Settings(BaseSettings):
     # the broker preempt bulk embedding (Linux; the value is per thread there).
     document_nice: int = Field(10, ge=0, le=19)
 
-    # Bounds (DESIGN invariant 4).
+    # Bounds (DESIGN invariant 4). The documents queue's is in messages, each of up to eight
+    # writes (core/messages.py: WRITES_PER_MESSAGE).
     document_queue_max: int = Field(100_000, ge=1)
     search_queue_max: int = Field(1_000, ge=1)
     rpc_timeout_s: float = Field(60.0, gt=0)
