@@ -37,6 +37,14 @@ class DocumentMessage(BaseModel):
     collection: str
     writes: list[DocumentWrite]
 
+    @classmethod
+    def carrying(cls, collection: str, writes: list[DocumentWrite]) -> list[DocumentMessage]:
+        """`writes`, in order, in messages of up to WRITES_PER_MESSAGE."""
+        return [
+            cls(collection=collection, writes=writes[i : i + WRITES_PER_MESSAGE])
+            for i in range(0, len(writes), WRITES_PER_MESSAGE)
+        ]
+
     @model_validator(mode="before")
     @classmethod
     def _one_write(cls, data: Any) -> Any:

@@ -12,7 +12,7 @@ from app.services.worker import require_collection
 from core.enums import OpType, UnavailableReason
 from core.errors import Unavailable
 from core.ledger import QueuedWrite, new_queue_id
-from core.messages import WRITES_PER_MESSAGE, DocumentMessage, DocumentWrite
+from core.messages import DocumentMessage, DocumentWrite
 from core.names import DOCUMENTS_QUEUE
 from core.schemas.document import Document
 
@@ -55,10 +55,7 @@ async def _publish(ctx: ApiContext, collection: str, writes: list[DocumentWrite]
     await ctx.ledger.enqueue(
         collection, [QueuedWrite(w.queue_id, w.doc_id, w.op, w.timestamp) for w in writes]
     )
-    messages = [
-        DocumentMessage(collection=collection, writes=writes[i : i + WRITES_PER_MESSAGE])
-        for i in range(0, len(writes), WRITES_PER_MESSAGE)
-    ]
+    messages = DocumentMessage.carrying(collection, writes)
     publishes = (
         ctx.bus.publish(DOCUMENTS_QUEUE, m, persistent=True, message_id=m.writes[0].queue_id)
         for m in messages

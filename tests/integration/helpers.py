@@ -14,7 +14,7 @@ import httpx
 from core.bus import Bus
 from core.enums import OpType
 from core.ledger import Ledger, QueuedWrite, new_queue_id
-from core.messages import WRITES_PER_MESSAGE, DocumentMessage, DocumentWrite
+from core.messages import DocumentMessage, DocumentWrite
 from core.names import DOCUMENTS_QUEUE
 from core.redis_client import connect_redis
 from core.schemas.document import Document
@@ -183,10 +183,7 @@ async def publish_raw_upserts(
                 collection,
                 [QueuedWrite(w.queue_id, w.doc_id, OpType.UPSERT, w.timestamp) for w in writes],
             )
-        messages = [
-            DocumentMessage(collection=collection, writes=writes[i : i + WRITES_PER_MESSAGE])
-            for i in range(0, len(writes), WRITES_PER_MESSAGE)
-        ]
+        messages = DocumentMessage.carrying(collection, writes)
         await asyncio.gather(*(bus.publish(DOCUMENTS_QUEUE, m, persistent=True) for m in messages))
     finally:
         await bus.close()
