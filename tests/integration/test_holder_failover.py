@@ -134,9 +134,13 @@ def _probe(client: httpx.Client, name: str, i: int, killed_at: float, live: list
     return Probe(issued - killed_at, response.status_code == 200, ms, tuple(live))
 
 
-def _ingest(base_url: str, name: str, acknowledged: set[str]) -> None:
+def _ingest(base_url: str, name: str, acknowledged: set[str], killed: threading.Event) -> None:
+    """Half the batches, then (once the holder is killed) the other half: the kill comes mid-
+    ingest whatever the pace, as a worker batch of 256 can index the first half in one write."""
     with httpx.Client(base_url=base_url, timeout=120) as writer:
         for batch in range(BATCHES):
+            if batch == BATCHES // 2:
+                killed.wait(timeout=300)
             docs = [doc(f"d{batch}-{i}", f"{WORDS} {batch} {i} " * 4) for i in range(BATCH_SIZE)]
             response = writer.post(
                 f"/v1/collections/{name}/documents/bulk", json={"documents": docs}
@@ -154,7 +158,8 @@ def test_killing_a_model_holder_mid_ingest_loses_nothing_and_searches_reroute(ma
         create(client, name, hybrid_collection())
         wait_until(lambda: sorted(_live(registry)) == [1, 2])
         acknowledged: set[str] = set()
-        writer = threading.Thread(target=_ingest, args=(stack.base_url, name, acknowledged))
+        killed = threading.Event()
+        writer = threading.Thread(target=_ingest, args=(stack.base_url, name, acknowledged, killed))
         writer.start()
         # Mid-ingest, with holder 2 loaded and taking its share of the document work.
         wait_until(lambda: _live(registry).get(2) and doc_count(client, name) > 0, 120, 0.05)
@@ -162,6 +167,7 @@ def test_killing_a_model_holder_mid_ingest_loses_nothing_and_searches_reroute(ma
         killed_at = time.monotonic()
         stack.kill9("encoder:encoder-2")
         stack.ctl("stop", "encoder:encoder-2")  # it stays down: what succeeds now was rerouted
+        killed.set()
         probes = []
         while time.monotonic() - killed_at < PROBE_S:
             probes.append(_probe(client, name, len(probes), killed_at, sorted(_live(registry))))
