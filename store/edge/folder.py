@@ -10,10 +10,12 @@ All functions block; the store calls them from a thread.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO
@@ -92,10 +94,53 @@ def recover(root: Path) -> None:
 
 
 def copy_shard(engine: qe.EdgeShard, source: Path, target: Path) -> None:
-    """A loadable copy of an open shard (no write may run meanwhile): flushed, then copied."""
+    """A loadable copy of an open shard (no write may run meanwhile): flushed, then copied, the
+    holes of its files left holes. Half of a shard's length is holes (the engine sizes its
+    storage pages ahead), and a whole copy wrote them out as zeros, with the worker's writes
+    waiting on it."""
     engine.flush()
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target)
+    shutil.copytree(source, target, copy_function=copy_sparse)
+
+
+def copy_sparse(source: str, target: str) -> str:
+    """shutil.copy2 that copies only a file's data, leaving its holes holes (SEEK_DATA)."""
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        size = os.fstat(src.fileno()).st_size
+        try:
+            for start, end in _data_ranges(src.fileno(), size):
+                _copy_range(src.fileno(), dst.fileno(), start, end)
+        except OSError as exc:  # no SEEK_DATA or copy_file_range here: copy it all
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.EOPNOTSUPP):
+                raise
+            dst.seek(0)
+            dst.truncate()
+            src.seek(0)
+            shutil.copyfileobj(src, dst, 1 << 20)
+        dst.truncate(size)
+    shutil.copystat(source, target)
+    return target
+
+
+def _data_ranges(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    position = 0
+    while position < size:
+        try:
+            start = os.lseek(fd, position, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # only a hole is left
+                return
+            raise
+        position = os.lseek(fd, start, os.SEEK_HOLE)
+        yield start, position
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    while start < end:
+        copied = os.copy_file_range(src, dst, end - start, start, start)
+        if copied == 0:  # the file shrank under us: the caller's lock says it cannot
+            raise StoreError(f"a shard file ended at {start} while it was copied")
+        start += copied
 
 
 def collection_dirs(root: Path) -> list[Path]:

@@ -266,3 +266,36 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
     finally:
         marks.close()
         await edge.close()
+
+
+def _disk_and_length(root: Path) -> tuple[int, int]:
+    files = [p.stat() for p in root.rglob("*") if p.is_file()]
+    return sum(s.st_blocks * 512 for s in files), sum(s.st_size for s in files)
+
+
+async def test_edge_a_copy_reads_the_same_and_leaves_the_holes_of_its_files_holes(
+    store_root: Path, tmp_path: Path
+) -> None:
+    """A replica's copy (and an optimize's) is taken with the worker's writes waiting: it writes
+    the shard's data, not the zeros of the pages the engine sized ahead."""
+    edge = await EdgeStore.open(store_root)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await edge.upsert(COLLECTION, [point(f"d{i}", sparse={i: 1.0}, v=i) for i in range(300)])
+        await edge.copy_to(tmp_path / "copy")
+    finally:
+        await edge.close()
+    shard_disk, shard_length = _disk_and_length(store_root / COLLECTION)
+    copy_disk, copy_length = _disk_and_length(tmp_path / "copy" / COLLECTION)
+    assert shard_disk < shard_length / 2  # the shard has holes to leave, or this shows nothing
+    assert copy_length == shard_length and copy_disk <= shard_disk
+    copy = await EdgeStore.open(tmp_path / "copy", replica=True)
+    try:
+        got = await copy.retrieve(COLLECTION, [f"d{i}" for i in range(300)], with_vectors=True)
+        assert [got[f"d{i}"].payload for i in range(300)] == [{"v": i} for i in range(300)]
+        vectors = got["d7"].vectors
+        assert vectors is not None and vectors["lex"] == sparse({7: 1.0})
+        await copy.upsert(COLLECTION, [point("later", v=-1)])  # writes fill the holes it kept
+        assert (await copy.retrieve(COLLECTION, ["later"]))["later"].payload == {"v": -1}
+    finally:
+        await copy.close()
