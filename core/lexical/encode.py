@@ -1,5 +1,7 @@
 """Document and query sparse vectors for the lexical types (BM25 tf, no IDF)."""
 
+from __future__ import annotations
+
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -9,7 +11,7 @@ import numpy as np
 from core.enums import LEXICAL_TYPES, VectorType
 from core.lexical.language import text_language
 from core.lexical.tokens import fold, surface_tokens, trigram_count, word_pieces
-from core.lexical.views import is_code, many_views
+from core.lexical.views import CACHED_TOKENS, is_code, many_views, token_views
 from core.vectors import SparseVector
 
 # BM25 saturation constants; IDF is applied by the store at query time.
@@ -63,41 +65,123 @@ class DocumentTerms:
 
 @dataclass
 class _Counts:
+    """A query's terms: word, demoted and trigram ids with their counts, and its codes' trigrams."""
+
     words: Counter[int]
     demoted: Counter[int]
     trigrams: Counter[int]
-    length: int
-    surface: frozenset[int] = frozenset()  # WMTR: the word ids that are surface forms
     codes: frozenset[int] = frozenset()  # WMTR: the trigram ids of codes (see is_code)
+
+
+# A document's terms are counted in one numpy pass over keys: each id a token contributes is
+# kept as `id << 3 | side << 1 | surface`, so sorting a text's keys puts each term's occurrences
+# together, the lowest side first. A term's side is its lowest (a hash collision between sides
+# folds into the word side) and it is a surface form when any of its occurrences is one.
+_WORD, _DEMOTED, _TRIGRAM = 0, 1, 2
+
+
+@lru_cache(maxsize=64)
+def _keys_cache(kind: VectorType, language: str) -> dict[str, list[int]]:
+    """Each token's keys once worked out, per kind and language (as views.views_cache)."""
+    return {}
+
+
+def _token_keys(token: str, kind: VectorType, language: str) -> list[int]:
+    views = token_views(token, kind, language)
+    surface = set(views.surface)
+    keys = [i << 3 | (_WORD << 1) | (i in surface) for i in views.words]
+    keys += [i << 3 | (_DEMOTED << 1) for i in views.demoted]
+    keys += [i << 3 | (_TRIGRAM << 1) for i in views.trigrams]
+    return keys
+
+
+def _document_keys(tokens: list[str], kind: VectorType, language: str) -> list[int]:
+    """The keys of every token of a text, each distinct token's as many times as it occurs."""
+    cache = _keys_cache(kind, language)
+    if len(cache) > CACHED_TOKENS:
+        cache.clear()
+    keys: list[int] = []
+    for token, n in Counter(tokens).items():
+        found = cache.get(token)
+        if found is None:
+            found = cache[token] = _token_keys(token, kind, language)
+        keys += found if n == 1 else found * n
+    return keys
+
+
+# What a WMTR term weighs, by `side << 1 | surface` (the low three bits of its key).
+_WMTR_SCALES = np.array([1.0, SURFACE_WEIGHT, 1.0, 1.0, TRIGRAM_WEIGHT, TRIGRAM_WEIGHT])
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """A text's distinct terms, ids ascending: their tf and flags (`side << 1 | surface`), and
+    how many times its trigrams occur."""
+
+    ids: np.ndarray
+    tf: np.ndarray
+    flags: np.ndarray
+    trigram_occurrences: int
+
+    @classmethod
+    def of(cls, keys: list[int]) -> _Terms:
+        ordered = np.fromiter(keys, np.int64, len(keys))
+        ordered.sort()
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        unique, counts = ordered[starts], np.diff(starts, append=len(ordered))
+        trigrams = int(counts[unique & 4 == 4].sum())  # side 2 is bit 2 of a key
+        ids, flags = unique >> 3, unique & 7
+        first = np.concatenate(([True], ids[1:] != ids[:-1]))
+        if first.all():
+            return cls(ids, counts.astype(np.float64), flags, trigrams)
+        term = np.cumsum(first) - 1  # the term of each key: the first is its lowest side
+        surface = np.bincount(term, weights=flags & 1) > 0
+        flags = (flags[first] & 6) | surface
+        return cls(ids[first], np.bincount(term, weights=counts), flags, trigrams)
+
+    def chosen(self, params: LexicalParams) -> np.ndarray:
+        """Which terms fill the vector's slots (see _slots): the higher tf first, ties to the
+        lower id; stop words kept as surface tokens only fill word slots left over."""
+        side = self.flags >> 1
+        trigrams = side == _TRIGRAM
+        n_trigrams = int(trigrams.sum())
+        word_slots, trigram_slots = _slots(params, len(self.ids) - n_trigrams, n_trigrams)
+        keep = np.ones(len(self.ids), dtype=bool)
+        words = side == _WORD
+        left = word_slots - int(words.sum())
+        if left < 0:
+            self._drop_worst(keep, words, word_slots)
+        self._drop_worst(keep, side == _DEMOTED, max(left, 0))
+        self._drop_worst(keep, trigrams, trigram_slots)
+        return keep
+
+    def _drop_worst(self, keep: np.ndarray, side: np.ndarray, slots: int) -> None:
+        members = np.flatnonzero(side)
+        if len(members) > slots:
+            best_first = np.lexsort((self.ids[members], -self.tf[members]))
+            keep[members[best_first[slots:]]] = False
 
 
 def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
     """BM25-saturated term weights, at most top_k entries, ids ascending.
 
-    The worker runs this for every indexed field of every document, so the arithmetic is one
-    numpy pass over the chosen terms rather than a Python expression per term."""
-    counts = _count(text, params)
-    _merge_collisions(counts)
-    n_candidates = len(counts.words) + len(counts.demoted)
-    n_words, n_trigrams = _slots(params, n_candidates, len(counts.trigrams))
-    chosen = _top(counts.words, n_words)
-    # stop words kept as surface tokens only fill word slots that are left over
-    chosen.update(_top(counts.demoted, n_words - len(chosen)))
-    trigrams = _top(counts.trigrams, n_trigrams)
-    wmtr = params.kind == VectorType.WMTR
-    if wmtr:
-        scales = [SURFACE_WEIGHT if i in counts.surface else 1.0 for i in chosen]
-        scales += [TRIGRAM_WEIGHT] * len(trigrams)
-    chosen.update(trigrams)
-    ids = np.fromiter(chosen, np.int64, len(chosen))
-    tf = np.fromiter(chosen.values(), np.float64, len(chosen))
-    scale = np.array(scales) if wmtr else np.ones(len(chosen))
-    order = np.argsort(ids)
-    ids, tf, scale = ids[order], tf[order], scale[order]
-    norm = K1 * (1 - B + B * _length_ratio(counts.length, avg_length))
+    The worker runs this for every indexed field of every document: past the tokens, it is a
+    fixed handful of numpy calls over the text's keys, whatever its length (_Terms)."""
+    tokens = surface_tokens(fold(text, params.keep_case))
+    keys = _document_keys(tokens, params.kind, params.language_of(text))
+    if not keys:
+        length = 0 if params.kind == VectorType.TRIGRAMS else len(tokens)
+        empty = SparseVector.model_construct(indices=[], values=[])
+        return DocumentTerms(vector=empty, length=length)
+    terms = _Terms.of(keys)
+    length = terms.trigram_occurrences if params.kind == VectorType.TRIGRAMS else len(tokens)
+    keep = terms.chosen(params)
+    ids, tf = terms.ids[keep], terms.tf[keep]
+    scale = _WMTR_SCALES[terms.flags[keep]] if params.kind == VectorType.WMTR else 1.0
+    norm = K1 * (1 - B + B * _length_ratio(length, avg_length))
     values = scale * tf * (K1 + 1) / (tf + norm)
     vector = SparseVector.model_construct(indices=ids.tolist(), values=values.tolist())
-    return DocumentTerms(vector=vector, length=counts.length)
+    return DocumentTerms(vector=vector, length=length)
 
 
 def query_vector(
@@ -155,7 +239,6 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     words: list[int] = []
     demoted: list[int] = []
     trigrams: list[int] = []
-    surface: set[int] = set()
     codes: set[int] = set()
     distinct = Counter(tokens)
     for views, n in zip(
@@ -164,23 +247,9 @@ def _count(text: str, params: LexicalParams) -> _Counts:
         words += views.words * n
         demoted += views.demoted * n
         trigrams += views.trigrams * n
-        surface.update(views.surface)
         if views.code:
             codes.update(views.trigrams)
-    length = len(trigrams) if params.kind == VectorType.TRIGRAMS else len(tokens)
-    counts = Counter(words), Counter(demoted), Counter(trigrams)
-    return _Counts(*counts, length, frozenset(surface), frozenset(codes))
-
-
-def _merge_collisions(counts: _Counts) -> None:
-    """Keep ids unique across the sides: a hash collision folds into the word side."""
-    for source, target in (
-        (counts.demoted, counts.words),
-        (counts.trigrams, counts.words),
-        (counts.trigrams, counts.demoted),
-    ):
-        for i in source.keys() & target.keys():
-            target[i] += source.pop(i)
+    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), frozenset(codes))
 
 
 def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, int]:
@@ -193,17 +262,6 @@ def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, i
     share = (top_k * params.word_ratio + 50) // 100
     trigrams = min(n_trigrams, top_k - share)
     return min(n_words, top_k - trigrams), trigrams
-
-
-def _top(counts: Counter[int], n: int) -> dict[int, int]:
-    """The n best (id: tf): higher tf (so higher weight) first, ties to the lower id; all of
-    them when they fit, as most texts' words do."""
-    if len(counts) <= n:
-        return dict(counts)
-    ids = np.fromiter(counts, np.int64, len(counts))
-    tf = np.fromiter(counts.values(), np.int64, len(counts))
-    best = np.lexsort((ids, -tf))[: max(n, 0)]
-    return dict(zip(ids[best].tolist(), tf[best].tolist(), strict=True))
 
 
 def _length_ratio(length: int, avg_length: float) -> float:

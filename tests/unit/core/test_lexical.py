@@ -16,6 +16,7 @@ from core.lexical import (
     query_vector,
     token_id,
 )
+from core.lexical.encode import K1, SURFACE_WEIGHT
 from core.lexical.language import detect, text_language
 from core.lexical.views import is_code
 from core.vectors import SparseVector
@@ -367,6 +368,18 @@ def test_top_k_keeps_the_most_frequent_terms_ties_by_lowest_id() -> None:
     one = LexicalParams(VectorType.FULL_TEXT, top_k=1)
     tie = document_vector("gamma delta", one, avg_length=2).vector.indices
     assert tie == [min(token_id("s:gamma"), token_id("s:delta"))]
+
+
+def test_a_word_and_a_trigram_of_one_id_are_one_entry_weighed_as_the_word() -> None:
+    """31-bit ids collide now and then: the surface word `zq18543` and the trigram `9mq` (of
+    `a9mqb`) share one. The vector has it once, on the word side, its tf the two counts'."""
+    shared = token_id("w:zq18543")
+    assert shared == token_id("t:9mq")
+    vector = document_vector("zq18543 a9mqb", WMTR, avg_length=2).vector
+    assert vector.indices.count(shared) == 1
+    tf, norm = 2, K1  # two occurrences; length 2 at average 2
+    surface_weight = SURFACE_WEIGHT * tf * (K1 + 1) / (tf + norm)
+    assert vector.values[vector.indices.index(shared)] == pytest.approx(surface_weight)
 
 
 @pytest.mark.parametrize(
