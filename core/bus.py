@@ -154,7 +154,8 @@ class Bus:
             raise self._unavailable(exc) from exc
 
     async def broadcast(self, exchange: str, message: BaseModel) -> None:
-        """Publish to a fanout exchange and wait for the broker's confirm (no listener: dropped)."""
+        """Publish to a fanout exchange, unconfirmed (no listener: dropped). Broadcasts of one
+        process reach each listener in the order they were published."""
         body = aio_pika.Message(message.model_dump_json().encode(), content_type="application/json")
         try:
             await (await self._live().fanout(exchange)).publish(body, routing_key="")
@@ -205,7 +206,7 @@ class Bus:
         """Answer an RPC request (no-op when the caller asked for no answer), unconfirmed."""
         if not request.reply_to:
             return
-        channel = await self._live().replying()
+        channel = await self._live().unconfirmed()
         try:
             await channel.default_exchange.publish(
                 reply_message(request, result), routing_key=request.reply_to, mandatory=False
