@@ -153,12 +153,12 @@ class Bus:
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 
-    async def broadcast(self, exchange: str, message: BaseModel) -> None:
+    async def broadcast(self, exchange: str, body: bytes) -> None:
         """Publish to a fanout exchange, unconfirmed (no listener: dropped). Broadcasts of one
         process reach each listener in the order they were published."""
-        body = aio_pika.Message(message.model_dump_json().encode(), content_type="application/json")
+        message = aio_pika.Message(body, content_type="application/octet-stream")
         try:
-            await (await self._live().fanout(exchange)).publish(body, routing_key="")
+            await (await self._live().fanout(exchange)).publish(message, routing_key="")
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 

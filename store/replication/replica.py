@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aio_pika.abc import AbstractIncomingMessage
-from pydantic import ValidationError
 
 from core.bus import Bus
 from core.delivery import settle
@@ -37,7 +36,8 @@ from core.retry import reconnect_delay_s
 from store.edge.store import EdgeStore
 from store.protocol import StoreWriter
 from store.read_through import ReadThrough
-from store.replication.replicator import Position, Written
+from store.replication.replicator import Position
+from store.replication.wire import UnreadableWrite, Written
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +142,8 @@ class Replica(ReadThrough):
             if message is None:
                 continue
             try:
-                written = Written.model_validate_json(message.body)
-            except ValidationError:
+                written = Written.from_wire(message.body)
+            except UnreadableWrite:
                 log.exception("dropping an unreadable replication message")
                 await settle(message)
                 continue
@@ -191,7 +191,7 @@ class Replica(ReadThrough):
         elif written.op == "empty":
             await store.empty(name)
         elif written.op == "upsert":
-            await store.upsert(name, written.store_points())
+            await store.upsert(name, written.points)
         elif written.op == "overwrite":
             await store.overwrite_payloads(name, written.payloads)
         elif written.op == "delete":
@@ -278,7 +278,7 @@ class Replica(ReadThrough):
             await self._close_copy(store)
             self._stale = True
             return
-        kept = [Written.model_validate_json(body) for body in refresh.kept]
+        kept = [Written.from_wire(body) for body in refresh.kept]
         later = [w for w in kept if Position(w.epoch, w.seq) > copied]
         try:
             for written in later:  # applied to the old copy after this one was taken

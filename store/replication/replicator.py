@@ -19,24 +19,22 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.names import REPLICATION_EXCHANGE, RedisKeys
-from core.vectors import SparseVector
 from store.edge.store import EdgeStore
 from store.protocol import (
     CollectionMissing,
     CollectionSchema,
     PointWrite,
     StoreWriter,
-    VectorValue,
 )
 from store.read_through import ReadThrough
 from store.replication.marks import Marks
+from store.replication.wire import Op, Written
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +42,6 @@ log = logging.getLogger(__name__)
 # of at most this many points keeps each pause short (~10 ms of seed documents), whatever the
 # worker's batch (core/settings.py: 256).
 REPLICATION_CHUNK = 64
-
-Op = Literal[
-    "start", "tick", "optimized", "create", "drop", "empty", "upsert", "overwrite", "delete"
-]
 
 
 class Position(NamedTuple):
@@ -58,49 +52,6 @@ class Position(NamedTuple):
 
     def text(self) -> str:
         return f"{self.epoch}:{self.seq}"
-
-
-class WirePoint(BaseModel):
-    """A point on the stream. Its vectors are the worker's, already checked, and are read back
-    as they were written (`store_points`): validating each of a sparse vector's hundreds of
-    entries against the SparseVector | list[float] union cost a search node more than applying
-    the write to its replica."""
-
-    doc_id: str
-    payload: dict[str, Any]
-    vectors: dict[str, Any]
-
-    def store_point(self) -> PointWrite:
-        return PointWrite(self.doc_id, self.payload, _vectors(self.vectors))
-
-
-def _vectors(wire: dict[str, Any]) -> dict[str, VectorValue]:
-    """Vectors as the worker wrote them: a sparse one is {"indices", "values"}, a dense a list."""
-    return {
-        slot: SparseVector.model_construct(indices=v["indices"], values=v["values"])
-        if isinstance(v, dict)
-        else v
-        for slot, v in wire.items()
-    }
-
-
-class Written(BaseModel):
-    """One message of the stream: a write (with its sequence number) or a marker."""
-
-    epoch: int
-    seq: int
-    op: Op
-    collection: str = ""
-    points: list[WirePoint] = []
-    doc_ids: list[str] = []
-    payloads: dict[str, dict[str, Any]] = {}
-    collection_schema: dict[str, Any] | None = None
-
-    def store_points(self) -> list[PointWrite]:
-        return [point.store_point() for point in self.points]
-
-    def store_schema(self) -> CollectionSchema:
-        return CollectionSchema.from_dict(self.collection_schema or {})
 
 
 class Replicator(ReadThrough, StoreWriter):
@@ -165,11 +116,12 @@ class Replicator(ReadThrough, StoreWriter):
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
         """One store write; broadcast in messages of at most REPLICATION_CHUNK points."""
-        wire = [WirePoint(doc_id=p.doc_id, payload=p.payload, vectors=p.vectors) for p in points]
-        chunks = [wire[i : i + REPLICATION_CHUNK] for i in range(0, len(wire), REPLICATION_CHUNK)]
+        chunks = [
+            points[i : i + REPLICATION_CHUNK] for i in range(0, len(points), REPLICATION_CHUNK)
+        ]
         async with self._lock, self._gap_on_failure():
             await self._store.upsert(name, points)
-            for chunk in chunks or [wire]:
+            for chunk in chunks or [points]:
                 await self._send("upsert", collection=name, points=chunk)
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
@@ -203,7 +155,7 @@ class Replicator(ReadThrough, StoreWriter):
         epoch, seq = self._position
         message = Written(epoch=epoch, seq=seq, op=op, **fields)
         try:
-            await self._bus.broadcast(REPLICATION_EXCHANGE, message)
+            await self._bus.broadcast(REPLICATION_EXCHANGE, message.to_wire())
         except Exception as exc:  # the write itself is done; the replicas will notice the gap
             log.warning("could not broadcast %s %d:%d to the search nodes: %s", op, epoch, seq, exc)
 

@@ -22,7 +22,8 @@ from store.edge.store import EdgeStore
 from store.protocol import CollectionSchema, PointWrite, SparseSlot
 from store.replication import replica as replica_module
 from store.replication.replica import Replica
-from store.replication.replicator import Position, WirePoint, Written
+from store.replication.replicator import Position
+from store.replication.wire import Written
 
 COLLECTION = "books"
 EPOCH = 7
@@ -73,13 +74,12 @@ class WorkerBus:
 
     async def upsert(self, doc_id: str) -> Position:
         point = PointWrite(doc_id, {"name": doc_id}, {"kw": SparseVector(indices=[1], values=[1])})
-        wire = WirePoint(doc_id=doc_id, payload=point.payload, vectors=point.vectors)
         async with self._lock:
             await self.store.upsert(COLLECTION, [point])
             self.position = written = Position(EPOCH, self.position.seq + 1)
             await self.send(
                 Written(
-                    epoch=EPOCH, seq=written.seq, op="upsert", collection=COLLECTION, points=[wire]
+                    epoch=EPOCH, seq=written.seq, op="upsert", collection=COLLECTION, points=[point]
                 )
             )
         return written
@@ -90,7 +90,7 @@ class WorkerBus:
     async def send(self, written: Written) -> None:
         """Broadcast: nobody listening yet, nobody gets it (a fanout exchange's way)."""
         if self._deliver is not None:
-            await self._deliver(Delivery(written.model_dump_json().encode()))
+            await self._deliver(Delivery(written.to_wire()))
 
 
 @pytest.fixture
