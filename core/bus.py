@@ -154,8 +154,7 @@ class Bus:
             raise self._unavailable(exc) from exc
 
     async def broadcast(self, exchange: str, body: bytes) -> None:
-        """Publish to a fanout exchange, unconfirmed (no listener: dropped). Broadcasts of one
-        process reach each listener in the order they were published."""
+        """Publish to a fanout exchange, unconfirmed, in order (no listener: dropped)."""
         message = aio_pika.Message(body, content_type="application/octet-stream")
         try:
             await (await self._live().fanout(exchange)).publish(message, routing_key="")
