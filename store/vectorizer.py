@@ -1,4 +1,4 @@
-"""Turns slot texts into vectors: lexical ones locally, model ones through the encoders.
+"""Turns slot texts into vectors: lexical queries here, model ones through the encoders.
 
 Model work goes straight to the holders' shared queue while a live holder is registered; with
 none alive it fails at once as Unavailable (503 with Retry-After) instead of waiting out the RPC
@@ -17,7 +17,7 @@ from core.bus import Bus
 from core.enums import EmbedKind, EmbedOutput, UnavailableReason, VectorType
 from core.errors import InvalidInput, Unavailable
 from core.holders import HolderDirectory, attempt_timeouts
-from core.lexical import document_vector, query_vector
+from core.lexical import query_vector
 from core.messages import EmbedReply, EmbedRequest
 from core.rpc import call_with_retry
 from core.schemas.collection import VectorConfig
@@ -145,8 +145,3 @@ def custom_query_vector(slot: Slot, raw: Any) -> VectorValue:
         )
     value = custom_vector(slot.vector, raw, f"custom_vectors: vector '{slot.vector.name}'")
     return top_entries(slot.vector, value) if isinstance(value, SparseVector) else value
-
-
-def lexical_document(slot: Slot, text: str, avg_length: float) -> tuple[SparseVector, int]:
-    terms = document_vector(text, slot.lexical_params(), avg_length)
-    return terms.vector, terms.length

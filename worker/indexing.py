@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -11,7 +10,7 @@ from typing import Any
 from core.catalog import Catalog
 from core.enums import EmbedKind, OpType
 from core.ledger import Ledger, delete_covers, to_micros
-from core.lexical import document_length
+from core.lexical import DocumentTerms, document_length
 from core.metrics import DOCUMENT_TEXTS_EMBEDDED, DOCUMENT_WRITES, Recorder
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
@@ -19,14 +18,10 @@ from core.vector_input import check_top_k, document_vectors
 from store.payload import stored_hashes, stored_lengths, stored_micros, to_payload
 from store.protocol import PointWrite, Store, StoredPoint, VectorValue
 from store.slots import Slot, slots
-from store.vectorizer import Vectorizer, lexical_document
+from store.vectorizer import Vectorizer
+from worker.lexical import LexicalTexts, Lexicon
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
-
-# Documents whose lexical vectors a batch works out between two turns of the event loop: 256 at
-# once held the loop ~100 ms under a bulk load, and with it the batch ahead of it, which holds the
-# store's write lock across its awaits (the engine's thread, the broadcast), and RPCs.
-LOCAL_VECTORS_A_TURN = 32
 
 
 class Outcome(StrEnum):
@@ -76,11 +71,19 @@ def newest_per_document(writes: list[Write]) -> dict[str, Write]:
 
 @dataclass
 class LocalVectors:
-    """A document's vectors that need no model call, and the (slot, text) pairs that do."""
+    """A document's vectors that need no model call; the (slot, text) pairs whose lexical terms
+    are still to be worked out (`settle`), and those a model embeds."""
 
     vectors: dict[str, VectorValue] = field(default_factory=dict)
     lengths: dict[str, int] = field(default_factory=dict)
+    lexical: list[tuple[Slot, str]] = field(default_factory=list)
     to_embed: list[tuple[Slot, str]] = field(default_factory=list)
+
+    def settle(self, slot: Slot, terms: DocumentTerms) -> None:
+        """A lexical slot's terms: its length always, its vector unless nothing was kept."""
+        if len(terms.vector.indices):
+            self.vectors[slot.name] = terms.vector
+        self.lengths[slot.name] = terms.length
 
 
 def with_batch_averages(
@@ -111,9 +114,9 @@ def local_vectors(
     all_slots: list[Slot],
     document: Document,
     reusable: dict[str, VectorValue],
-    averages: dict[str, float],
 ) -> LocalVectors:
-    """Vectors the document brings (custom, precomputed), lexical ones, and reusable model ones.
+    """Vectors the document brings (custom, precomputed) and reusable model ones; the lexical
+    and model texts still to be turned into vectors.
 
     A slot the document brings a vector for is never computed, and gets it as given (an empty
     precomputed sparse vector is stored empty, as Amgix does); a custom slot without one and a
@@ -132,10 +135,7 @@ def local_vectors(
         if not text.strip():
             continue
         if slot.kind.is_lexical:
-            vector, length = lexical_document(slot, text, averages.get(slot.name, 0.0))
-            if len(vector):
-                local.vectors[slot.name] = vector
-            local.lengths[slot.name] = length
+            local.lexical.append((slot, text))
         elif slot.name in reusable:
             local.vectors[slot.name] = reusable[slot.name]
         elif slot.kind.uses_model:
@@ -152,10 +152,12 @@ class Indexer:
         ledger: Ledger,
         stats: LexicalStats,
         locks: DocumentLocks,
+        lexicon: Lexicon,
         recorder: Recorder | None = None,
     ) -> None:
         self._store = store
         self._vectorizer = vectorizer
+        self._lexicon = lexicon
         self._catalog = catalog
         self._ledger = ledger
         self._stats = stats
@@ -297,16 +299,15 @@ class Indexer:
     ) -> dict[str, tuple[dict[str, VectorValue], dict[str, int]]]:
         result: dict[str, tuple[dict[str, VectorValue], dict[str, int]]] = {}
         to_embed: dict[str, list[tuple[str, Slot, str]]] = {}
-        for done, write in enumerate(changed, 1):
+        found: list[LocalVectors] = []
+        for write in changed:
             assert write.document is not None
-            local = local_vectors(
-                config, all_slots, write.document, reusable.get(write.doc_id, {}), averages
-            )
-            if done % LOCAL_VECTORS_A_TURN == 0:
-                await asyncio.sleep(0)
+            local = local_vectors(config, all_slots, write.document, reusable.get(write.doc_id, {}))
+            found.append(local)
             result[write.doc_id] = (local.vectors, local.lengths)
             for slot, text in local.to_embed:
                 to_embed.setdefault(slot.vector.name, []).append((write.doc_id, slot, text))
+        await self._lexical(found, averages)
         for jobs in to_embed.values():
             self.recorder.inc(DOCUMENT_TEXTS_EMBEDDED, len(jobs), collection=collection)
             embedded = await self._vectorizer.encode(
@@ -316,6 +317,25 @@ class Indexer:
                 if len(embedding):  # a sparse model may find nothing worth keeping
                     result[doc_id][0][slot.name] = embedding
         return result
+
+    async def _lexical(self, found: list[LocalVectors], averages: dict[str, float]) -> None:
+        """Every lexical slot's terms, the batch's texts of a slot sent together."""
+        by_slot: dict[str, tuple[Slot, list[LocalVectors], list[str]]] = {}
+        for local in found:
+            for slot, text in local.lexical:
+                _, owners, texts = by_slot.setdefault(slot.name, (slot, [], []))
+                owners.append(local)
+                texts.append(text)
+        if not by_slot:
+            return
+        groups = [
+            LexicalTexts(slot.lexical_params(), averages.get(slot.name, 0.0), texts)
+            for slot, _, texts in by_slot.values()
+        ]
+        answers = await self._lexicon.documents(groups)
+        for (slot, owners, _), terms in zip(by_slot.values(), answers, strict=True):
+            for local, term in zip(owners, terms, strict=True):
+                local.settle(slot, term)
 
     async def _execute(self, collection: str, plan: _Plan) -> None:
         if plan.points:

@@ -47,6 +47,7 @@ from worker.admin import Admin, store_ok
 from worker.browsing import Browser
 from worker.consumer import DocumentConsumer, prefetch_for
 from worker.indexing import Indexer
+from worker.lexical import Lexicon
 from worker.lexstats import LexicalStats
 from worker.locks import DocumentLocks
 from worker.reaper import Reaper
@@ -82,8 +83,16 @@ class WorkerService:
         self._recorder = Recorder()
         bus.recorder = self._recorder
         self._vectorizer = Vectorizer(bus, redis, settings.rpc_timeout_s)
+        self._lexicon = Lexicon()
         indexer = Indexer(
-            store, self._vectorizer, catalog, ledger, stats, DocumentLocks(redis), self._recorder
+            store,
+            self._vectorizer,
+            catalog,
+            ledger,
+            stats,
+            DocumentLocks(redis),
+            self._lexicon,
+            self._recorder,
         )
         pipeline = QueryPipeline(store, self._vectorizer, catalog, self._recorder)
         self._searches = SearchService(settings, pipeline, catalog)  # the store's owner: no wait
@@ -148,6 +157,7 @@ class WorkerService:
                 self._consuming.cancel()
                 await asyncio.wait([self._consuming])
         await self._bus.drain_handlers(FINISH_RPCS_S)
+        await self._lexicon.close()
         await self._heartbeat.stop()
         await self._reaper.periodic.stop()
         await self._metrics.close()

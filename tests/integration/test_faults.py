@@ -1,10 +1,10 @@
 """The fault suite, with volume: under a stream of bulk, single and sync async writes and
 searches that keeps more documents queued than the worker holds (its prefetch, and the messages
-it keeps for the reaper), each fault in turn: kill -9 of each process, SIGSTOP of the broker and
-of Redis for FREEZE_S (a hang, not a crash), then a restart of the whole stack. After each the
-stack recovers with no hand; at the end every acknowledged write is there with its newest
-version, every sync write was seen by the next search, and the only errors are 503s (with
-Retry-After) and the dropped connections of a killed api process.
+it keeps for the reaper), each fault in turn: kill -9 of each process and of the worker's lexical
+child, SIGSTOP of the broker and of Redis for FREEZE_S (a hang, not a crash), then a restart of
+the whole stack. After each the stack recovers with no hand; at the end every acknowledged write
+is there with its newest version, every sync write was seen by the next search, and the only
+errors are 503s (with Retry-After) and the dropped connections of a killed api process.
 
 It prints a line per fault (time to recover, writes acknowledged and lost, errors): run it with
 `-s` to read them (docs/benchmarks.md, "Faults with volume")."""
@@ -12,6 +12,8 @@ It prints a line per fault (time to recover, writes acknowledged and lost, error
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
 from collections import Counter
@@ -46,6 +48,7 @@ class Fault:
     program: str
     freeze_s: float = 0.0  # SIGSTOP this long; 0: kill -9
     drops_readiness: bool = False  # long enough that readiness must leave 200 meanwhile
+    child: str = ""  # kill -9 the program's child that runs `python -m child`, not the program
 
 
 FAULTS = (
@@ -54,6 +57,7 @@ FAULTS = (
     Fault("kill redis", "redis"),
     Fault("stop redis", "redis", FREEZE_S, drops_readiness=True),
     Fault("kill worker", "worker"),
+    Fault("kill lexical child", "worker", child="worker.lexical"),
     Fault("kill model holder", "encoder:encoder-1"),
     Fault("kill router", "encoder:encoder-2"),
     Fault("kill api-1", "api:api-1"),
@@ -98,6 +102,10 @@ def _inflict(stack: Stack, fault: Fault) -> None:
     if fault.freeze_s:
         with stack.frozen(fault.program):
             time.sleep(fault.freeze_s)  # the fault itself is a length of time
+    elif fault.child:  # the worker starts another with a later batch
+        old = wait_until(lambda: stack.child_pid(fault.program, fault.child), RECOVERY_S)
+        os.kill(old, signal.SIGKILL)
+        wait_until(lambda: stack.child_pid(fault.program, fault.child) not in (0, old), RECOVERY_S)
     else:
         old = stack.kill9(fault.program)
         stack.wait_restarted(fault.program, old, timeout=RECOVERY_S)

@@ -24,6 +24,7 @@ from core.bus import Bus
 from core.catalog import Catalog
 from core.enums import OpType
 from core.errors import InvalidInput
+from core.lexical import document_vector
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.schemas.search import SearchQuery, SearchResponse, SearchResult
@@ -142,7 +143,10 @@ class Braid:
         averages = with_batch_averages(all_slots, writes, {})
         points = []
         for document in documents:
-            local = local_vectors(config, all_slots, document, {}, averages)
+            local = local_vectors(config, all_slots, document, {})
+            for slot, text in local.lexical:
+                params = slot.lexical_params()
+                local.settle(slot, document_vector(text, params, averages.get(slot.name, 0.0)))
             assert not local.to_embed, "a model vector would need an encoder"
             hashes = {slot.name: slot.text_hash(document) for slot in all_slots}
             payload = to_payload(document, config.store_content, hashes, local.lengths)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.enums import OpType
+from core.lexical import document_vector
 from core.schemas.collection import CollectionConfig
 from core.schemas.document import Document
 from core.vectors import SparseVector
@@ -63,8 +64,15 @@ def document(**fields: Any) -> Document:
     )
 
 
-def local(doc: Document, reusable: dict[str, Any] | None = None) -> LocalVectors:
-    return local_vectors(CONFIG, list(SLOTS.values()), doc, reusable or {}, {})
+def local(
+    doc: Document, reusable: dict[str, Any] | None = None, averages: dict[str, float] | None = None
+) -> LocalVectors:
+    """The document's vectors, its lexical ones worked out as the worker's child does."""
+    found = local_vectors(CONFIG, list(SLOTS.values()), doc, reusable or {})
+    for slot, text in found.lexical:
+        params = slot.lexical_params()
+        found.settle(slot, document_vector(text, params, (averages or {}).get(slot.name, 0.0)))
+    return found
 
 
 def test_custom_vectors_go_into_their_slots_and_the_text_into_the_others() -> None:
@@ -152,10 +160,7 @@ def test_a_collection_s_first_batch_is_normalised_by_its_own_mean_length() -> No
     kw = SLOTS["kw.content"]
     filled = with_batch_averages(list(SLOTS.values()), writes, {})
     assert filled[kw.name] == 5.0  # (1 + 9) / 2 words
-    vectors = {
-        d.id: local_vectors(CONFIG, list(SLOTS.values()), d, {}, filled).vectors[kw.name]
-        for d in (short, long)
-    }
+    vectors = {d.id: local(d, averages=filled).vectors[kw.name] for d in (short, long)}
     # "alpha" once in a short text weighs more than once in a long one
     assert max(vectors["s"].values) > min(vectors["l"].values)
     assert "dense.content" not in filled  # only lexical slots have lengths

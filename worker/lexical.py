@@ -1,0 +1,193 @@
+"""A batch's lexical document vectors, worked out in a child process beside the worker.
+
+The worker's process is the serial step of a keyword load: its event loop and the engine's
+calls share one GIL. Tokenizing and counting a batch's texts (~0.2 ms a seed document) is the
+largest piece of it that needs nothing the worker holds, so it goes to a child: `python3 -m
+worker.lexical`, which reads requests on its stdin and answers on its stdout, one at a time.
+
+- The child dies with the worker: its stdin closes, it reads the end and exits; nothing is left
+  behind a `kill -9`.
+- A child that dies, hangs past CHILD_TIMEOUT_S or answers nonsense is killed, the request is
+  worked out in the worker (the same function, yielding the event loop every LOCAL_A_TURN
+  texts), and the next request starts a new child. A text the child fails on is worked out in
+  the worker too, so its exception is raised where the batch can isolate it.
+- Requests of fewer than SMALLEST_SENT texts (a sync write, a trickle) stay in the worker: the
+  round trip is not worth it, and they never queue behind a bulk load's batch.
+
+Both sides run `terms_of`, so a vector is the same wherever it was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from core.lexical import DocumentTerms, LexicalParams, document_vector
+from core.vectors import SparseVector
+
+log = logging.getLogger(__name__)
+
+SMALLEST_SENT = 16
+CHILD_TIMEOUT_S = 60.0
+# Texts worked out in the worker between two turns of its event loop: 256 at once held the loop
+# ~100 ms under a bulk load, and with it the batch ahead, which holds the store's write lock
+# across its awaits (the engine's thread, the broadcast), and RPCs.
+LOCAL_A_TURN = 32
+_HEADER = 8
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class LexicalTexts:
+    """Texts of one lexical slot: its parameters and the collection's average length."""
+
+    params: LexicalParams
+    avg_length: float
+    texts: list[str]
+
+
+# What the child answers for a text: the vector's indices and values, and the text's length.
+_Answer = tuple[list[int], list[float], int]
+
+
+def terms_of(group: LexicalTexts) -> list[DocumentTerms]:
+    return [document_vector(text, group.params, group.avg_length) for text in group.texts]
+
+
+class Lexicon:
+    """Lexical document vectors for the index pipeline, from the child when it is worth it."""
+
+    def __init__(self, in_child: bool = True) -> None:
+        self._in_child = in_child
+        self._child: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+
+    async def documents(self, groups: list[LexicalTexts]) -> list[list[DocumentTerms]]:
+        """Each group's terms, text for text."""
+        if not self._in_child or sum(len(g.texts) for g in groups) < SMALLEST_SENT:
+            return await _here(groups)
+        try:
+            async with self._lock:
+                answers = await asyncio.wait_for(self._ask(groups), CHILD_TIMEOUT_S)
+        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError, ValueError) as exc:
+            log.warning("lexical child failed (%r); this batch's vectors are worked out here", exc)
+            return await _here(groups)
+        if answers is None:  # the child raised on a text: raise it here, where it is isolated
+            return await _here(groups)
+        return [
+            [
+                DocumentTerms(SparseVector.model_construct(indices=i, values=v), length)
+                for i, v, length in group
+            ]
+            for group in answers
+        ]
+
+    async def close(self) -> None:
+        """Close the child's stdin, so it exits; kill it if it has not within a second."""
+        child, self._child = self._child, None
+        if child is None or child.returncode is not None:
+            return
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            await asyncio.wait_for(child.wait(), 1.0)
+        except TimeoutError:
+            _kill(child)
+            await child.wait()
+
+    async def _ask(self, groups: list[LexicalTexts]) -> list[list[_Answer]] | None:
+        child = self._child if self._child and self._child.returncode is None else None
+        if child is None:
+            child = self._child = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "worker.lexical",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                cwd=_ROOT,
+            )
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            body = pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL)
+            child.stdin.write(len(body).to_bytes(_HEADER, "big") + body)
+            await child.stdin.drain()
+            size = int.from_bytes(await child.stdout.readexactly(_HEADER), "big")
+            status, answers = pickle.loads(await child.stdout.readexactly(size))
+        except BaseException:  # mid-request, cancelled included: its next answer is not ours
+            self._discard(child)
+            raise
+        if status != "ok":
+            log.warning("lexical child: %s; this batch's vectors are worked out here", answers)
+            return None
+        if [len(a) for a in answers] != [len(g.texts) for g in groups]:
+            self._discard(child)
+            raise ValueError("the lexical child answered for other texts")
+        return answers  # type: ignore[no-any-return]
+
+    def _discard(self, child: asyncio.subprocess.Process) -> None:
+        if self._child is child:
+            self._child = None
+        _kill(child)
+
+
+def _kill(child: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        child.kill()
+
+
+async def _here(groups: list[LexicalTexts]) -> list[list[DocumentTerms]]:
+    """The groups' terms worked out in this process, yielding the event loop now and then."""
+    result: list[list[DocumentTerms]] = []
+    done = 0
+    for group in groups:
+        terms: list[DocumentTerms] = []
+        for text in group.texts:
+            terms.append(document_vector(text, group.params, group.avg_length))
+            done += 1
+            if done % LOCAL_A_TURN == 0:
+                await asyncio.sleep(0)
+        result.append(terms)
+    return result
+
+
+def _read(source: BinaryIO) -> list[LexicalTexts] | None:
+    header = source.read(_HEADER)
+    if len(header) < _HEADER:
+        return None  # the worker closed our stdin, or is gone
+    body = source.read(int.from_bytes(header, "big"))
+    groups: list[LexicalTexts] = pickle.loads(body)
+    return groups
+
+
+def _answer(groups: list[LexicalTexts]) -> tuple[str, object]:
+    try:
+        return "ok", [
+            [(t.vector.indices, t.vector.values, t.length) for t in terms_of(group)]
+            for group in groups
+        ]
+    except Exception as exc:  # the worker works the request out itself and sees it raised
+        return "error", repr(exc)
+
+
+def main() -> None:
+    """The child: requests on stdin, answers on stdout, until stdin ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the worker to handle
+    source = sys.stdin.buffer
+    sink = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything else printed goes to the worker's log, not into the answers
+    while (groups := _read(source)) is not None:
+        body = pickle.dumps(_answer(groups), protocol=pickle.HIGHEST_PROTOCOL)
+        sink.write(len(body).to_bytes(_HEADER, "big") + body)
+        sink.flush()
+
+
+if __name__ == "__main__":
+    main()
