@@ -287,17 +287,17 @@ class Stack:
             raise StackError(f"supervisorctl pid {program}: {out!r}")
         return int(out)
 
-    def child_pid(self, program: str, module: str) -> int:
-        """PID of the child of `program` that runs `python -m module`; 0 if none runs now."""
-        parent = self.pid(program)
+    def child_pids(self, program: str, module: str) -> set[int]:
+        """PIDs of the children of `program` that run `python -m module`."""
+        parent, found = self.pid(program), set()
         tasks = Path(f"/proc/{parent}/task")
         for task in tasks.iterdir() if parent and tasks.exists() else ():
             with contextlib.suppress(OSError):
                 for pid in (task / "children").read_text().split():
                     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
                     if b"-m" in argv and module.encode() in argv:
-                        return int(pid)
-        return 0
+                        found.add(int(pid))
+        return found
 
     def kill9(self, program: str) -> int:
         """SIGKILL a program, as a crash would; supervisord restarts it. Returns the killed PID.

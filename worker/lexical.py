@@ -1,20 +1,21 @@
-"""A batch's lexical document vectors, worked out in a child process beside the worker.
+"""A batch's lexical document vectors, worked out in child processes beside the worker.
 
 The worker's process is the serial step of a keyword load: its event loop and the engine's
 calls share one GIL. Tokenizing and counting a batch's texts (~0.2 ms a seed document) is the
 largest piece of it that needs nothing the worker holds, so it goes to a child: `python3 -m
 worker.lexical`, which reads requests on its stdin and answers on its stdout, one at a time.
+There are CHILDREN of them, so the batches in flight do not queue behind one another's texts.
 
-- The child dies with the worker: its stdin closes, it reads the end and exits; nothing is left
+- A child dies with the worker: its stdin closes, it reads the end and exits; nothing is left
   behind a `kill -9`.
 - A child that dies, hangs past CHILD_TIMEOUT_S or answers nonsense is killed, the request is
   worked out in the worker (the same function, yielding the event loop every LOCAL_A_TURN
-  texts), and the next request starts a new child. A text the child fails on is worked out in
+  texts), and its next request starts a new child. A text a child fails on is worked out in
   the worker too, so its exception is raised where the batch can isolate it.
 - Requests of fewer than SMALLEST_SENT texts (a sync write, a trickle) stay in the worker: the
   round trip is not worth it, and they never queue behind a bulk load's batch.
 
-Both sides run `terms_of`, so a vector is the same wherever it was made.
+Both sides run `document_vector`, so a vector is the same wherever it was made.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from core.vectors import SparseVector
 
 log = logging.getLogger(__name__)
 
+# Children: two, so one batch's texts need not wait for another's while three are in flight.
+CHILDREN = 2
 SMALLEST_SENT = 16
 CHILD_TIMEOUT_S = 60.0
 # Texts worked out in the worker between two turns of its event loop: 256 at once held the loop
@@ -63,24 +66,27 @@ def terms_of(group: LexicalTexts) -> list[DocumentTerms]:
 
 
 class Lexicon:
-    """Lexical document vectors for the index pipeline, from the child when it is worth it."""
+    """Lexical document vectors for the index pipeline, from a child when it is worth it."""
 
-    def __init__(self, in_child: bool = True) -> None:
-        self._in_child = in_child
-        self._child: asyncio.subprocess.Process | None = None
-        self._lock = asyncio.Lock()
+    def __init__(self, children: int = CHILDREN) -> None:
+        self._idle: asyncio.Queue[_Child] = asyncio.Queue()
+        self._children = [_Child() for _ in range(children)]
+        for child in self._children:
+            self._idle.put_nowait(child)
 
     async def documents(self, groups: list[LexicalTexts]) -> list[list[DocumentTerms]]:
         """Each group's terms, text for text."""
-        if not self._in_child or sum(len(g.texts) for g in groups) < SMALLEST_SENT:
+        if not self._children or sum(len(g.texts) for g in groups) < SMALLEST_SENT:
             return await _here(groups)
+        child = await self._idle.get()
         try:
-            async with self._lock:
-                answers = await asyncio.wait_for(self._ask(groups), CHILD_TIMEOUT_S)
+            answers = await asyncio.wait_for(child.ask(groups), CHILD_TIMEOUT_S)
         except (OSError, EOFError, TimeoutError, pickle.UnpicklingError, ValueError) as exc:
             log.warning("lexical child failed (%r); this batch's vectors are worked out here", exc)
-            return await _here(groups)
-        if answers is None:  # the child raised on a text: raise it here, where it is isolated
+            answers = None
+        finally:
+            self._idle.put_nowait(child)
+        if answers is None:  # a child that failed, or raised on a text: raise it here, isolated
             return await _here(groups)
         return [
             [
@@ -91,22 +97,20 @@ class Lexicon:
         ]
 
     async def close(self) -> None:
-        """Close the child's stdin, so it exits; kill it if it has not within a second."""
-        child, self._child = self._child, None
-        if child is None or child.returncode is not None:
-            return
-        if child.stdin is not None:
-            child.stdin.close()
-        try:
-            await asyncio.wait_for(child.wait(), 1.0)
-        except TimeoutError:
-            _kill(child)
-            await child.wait()
+        await asyncio.gather(*(child.close() for child in self._children))
 
-    async def _ask(self, groups: list[LexicalTexts]) -> list[list[_Answer]] | None:
-        child = self._child if self._child and self._child.returncode is None else None
-        if child is None:
-            child = self._child = await asyncio.create_subprocess_exec(
+
+class _Child:
+    """One child process, started at its first request and again after one it failed."""
+
+    def __init__(self) -> None:
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def ask(self, groups: list[LexicalTexts]) -> list[list[_Answer]] | None:
+        """The groups' answers; None where the child raised on a text."""
+        process = self._process
+        if process is None or process.returncode is not None:
+            process = self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
                 "worker.lexical",
@@ -114,28 +118,36 @@ class Lexicon:
                 stdout=asyncio.subprocess.PIPE,
                 cwd=_ROOT,
             )
-        assert child.stdin is not None and child.stdout is not None
+        assert process.stdin is not None and process.stdout is not None
         try:
             body = pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL)
-            child.stdin.write(len(body).to_bytes(_HEADER, "big") + body)
-            await child.stdin.drain()
-            size = int.from_bytes(await child.stdout.readexactly(_HEADER), "big")
-            status, answers = pickle.loads(await child.stdout.readexactly(size))
+            process.stdin.write(len(body).to_bytes(_HEADER, "big") + body)
+            await process.stdin.drain()
+            size = int.from_bytes(await process.stdout.readexactly(_HEADER), "big")
+            status, answers = pickle.loads(await process.stdout.readexactly(size))
+            if status == "ok" and [len(a) for a in answers] != [len(g.texts) for g in groups]:
+                raise ValueError("the lexical child answered for other texts")
         except BaseException:  # mid-request, cancelled included: its next answer is not ours
-            self._discard(child)
+            self._process = None
+            _kill(process)
             raise
         if status != "ok":
             log.warning("lexical child: %s; this batch's vectors are worked out here", answers)
             return None
-        if [len(a) for a in answers] != [len(g.texts) for g in groups]:
-            self._discard(child)
-            raise ValueError("the lexical child answered for other texts")
         return answers  # type: ignore[no-any-return]
 
-    def _discard(self, child: asyncio.subprocess.Process) -> None:
-        if self._child is child:
-            self._child = None
-        _kill(child)
+    async def close(self) -> None:
+        """Close the child's stdin, so it exits; kill it if it has not within a second."""
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), 1.0)
+        except TimeoutError:
+            _kill(process)
+            await process.wait()
 
 
 def _kill(child: asyncio.subprocess.Process) -> None:

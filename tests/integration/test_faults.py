@@ -102,10 +102,10 @@ def _inflict(stack: Stack, fault: Fault) -> None:
     if fault.freeze_s:
         with stack.frozen(fault.program):
             time.sleep(fault.freeze_s)  # the fault itself is a length of time
-    elif fault.child:  # the worker starts another with a later batch
-        old = wait_until(lambda: stack.child_pid(fault.program, fault.child), RECOVERY_S)
-        os.kill(old, signal.SIGKILL)
-        wait_until(lambda: stack.child_pid(fault.program, fault.child) not in (0, old), RECOVERY_S)
+    elif fault.child:  # the worker starts another in its place with a later batch
+        before = wait_until(lambda: stack.child_pids(fault.program, fault.child), RECOVERY_S)
+        os.kill(min(before), signal.SIGKILL)
+        wait_until(lambda: stack.child_pids(fault.program, fault.child) - before, RECOVERY_S)
     else:
         old = stack.kill9(fault.program)
         stack.wait_restarted(fault.program, old, timeout=RECOVERY_S)

@@ -3,6 +3,7 @@ fails on a text, costs nothing but itself."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 
 from core.enums import VectorType
 from core.lexical import LexicalParams
-from worker.lexical import SMALLEST_SENT, LexicalTexts, Lexicon, terms_of
+from worker.lexical import CHILDREN, SMALLEST_SENT, LexicalTexts, Lexicon, terms_of
 
 ROOT = Path(__file__).resolve().parents[3]
 WORDS = "quick brown foxes jumped over lazy dogs near riverbanks while searching x9-42 café"
@@ -76,7 +77,16 @@ async def test_a_few_texts_stay_in_the_worker(lexicon: Lexicon) -> None:
     assert children() == before
 
 
-async def test_a_killed_child_costs_only_itself(lexicon: Lexicon) -> None:
+async def test_batches_at_once_go_to_children_of_their_own(lexicon: Lexicon) -> None:
+    asked = groups()
+    before = children()
+    answers = await asyncio.gather(*(lexicon.documents(asked) for _ in range(CHILDREN + 1)))
+    assert len(children() - before) == CHILDREN
+    assert all(answer == [terms_of(group) for group in asked] for answer in answers)
+
+
+async def test_a_killed_child_costs_only_itself() -> None:
+    lexicon = Lexicon(children=1)
     asked = groups()
     before = children()
     await lexicon.documents(asked)
@@ -87,6 +97,7 @@ async def test_a_killed_child_costs_only_itself(lexicon: Lexicon) -> None:
     assert await lexicon.documents(asked) == [terms_of(g) for g in asked]
     (second,) = children() - before
     assert second != first
+    await lexicon.close()
 
 
 async def test_a_text_the_child_fails_on_fails_in_the_worker(lexicon: Lexicon) -> None:
