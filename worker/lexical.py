@@ -57,8 +57,16 @@ class LexicalTexts:
     texts: list[str]
 
 
-# What the child answers for a text: the vector's indices and values, and the text's length.
-_Answer = tuple[list[int], list[float], int]
+# A text's terms as they cross the pipe: the vector's indices and values, and the text's length.
+_Terms = tuple[list[int], list[float], int]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A child's answer to a request: each group's terms, text for text; or why it failed."""
+
+    terms: list[list[_Terms]]
+    failed: str = ""
 
 
 def terms_of(group: LexicalTexts) -> list[DocumentTerms]:
@@ -81,7 +89,7 @@ class Lexicon:
         child = await self._idle.get()
         try:
             answers = await asyncio.wait_for(child.ask(groups), CHILD_TIMEOUT_S)
-        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError, ValueError) as exc:
+        except Exception as exc:  # a process boundary: whatever went wrong, the worker can do it
             log.warning("lexical child failed (%r); this batch's vectors are worked out here", exc)
             answers = None
         finally:
@@ -106,7 +114,7 @@ class _Child:
     def __init__(self) -> None:
         self._process: asyncio.subprocess.Process | None = None
 
-    async def ask(self, groups: list[LexicalTexts]) -> list[list[_Answer]] | None:
+    async def ask(self, groups: list[LexicalTexts]) -> list[list[_Terms]] | None:
         """The groups' answers; None where the child raised on a text."""
         process = self._process
         if process is None or process.returncode is not None:
@@ -124,17 +132,20 @@ class _Child:
             process.stdin.write(len(body).to_bytes(_HEADER, "big") + body)
             await process.stdin.drain()
             size = int.from_bytes(await process.stdout.readexactly(_HEADER), "big")
-            status, answers = pickle.loads(await process.stdout.readexactly(size))
-            if status == "ok" and [len(a) for a in answers] != [len(g.texts) for g in groups]:
+            answer = pickle.loads(await process.stdout.readexactly(size))
+            asked = [len(g.texts) for g in groups]
+            if not isinstance(answer, _Answer) or (
+                not answer.failed and [len(t) for t in answer.terms] != asked
+            ):
                 raise ValueError("the lexical child answered for other texts")
         except BaseException:  # mid-request, cancelled included: its next answer is not ours
             self._process = None
             _kill(process)
             raise
-        if status != "ok":
-            log.warning("lexical child: %s; this batch's vectors are worked out here", answers)
+        if answer.failed:
+            log.warning("lexical child: %s; the batch is worked out here", answer.failed)
             return None
-        return answers  # type: ignore[no-any-return]
+        return answer.terms
 
     async def close(self) -> None:
         """Close the child's stdin, so it exits; kill it if it has not within a second."""
@@ -179,14 +190,16 @@ def _read(source: BinaryIO) -> list[LexicalTexts] | None:
     return groups
 
 
-def _answer(groups: list[LexicalTexts]) -> tuple[str, object]:
+def _answer(groups: list[LexicalTexts]) -> _Answer:
     try:
-        return "ok", [
-            [(t.vector.indices, t.vector.values, t.length) for t in terms_of(group)]
-            for group in groups
-        ]
+        return _Answer(
+            [
+                [(t.vector.indices, t.vector.values, t.length) for t in terms_of(group)]
+                for group in groups
+            ]
+        )
     except Exception as exc:  # the worker works the request out itself and sees it raised
-        return "error", repr(exc)
+        return _Answer([], failed=repr(exc))
 
 
 def main() -> None:
@@ -201,5 +214,7 @@ def main() -> None:
         sink.flush()
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run as the module proper, so what it pickles names worker.lexical
+    from worker.lexical import main as run
+
+    run()
