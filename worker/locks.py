@@ -14,10 +14,13 @@ from core.enums import UnavailableReason
 from core.errors import Unavailable
 from core.names import RedisKeys
 
-# All of KEYS or none, in one step: taken only if none is held (ARGV: the token, the TTL in ms).
+# All of KEYS or none, in one step: taken only if none is held by another token (ARGV: the
+# token, the TTL in ms). A key of our own token counts as ours: a command the client sent again
+# after a dropped connection may have run the first time.
 _ACQUIRE = """
 for i, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then return 0 end
+  local holder = redis.call('GET', key)
+  if holder and holder ~= ARGV[1] then return 0 end
 end
 for i, key in ipairs(KEYS) do
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
@@ -44,10 +47,10 @@ class DocumentLocks:
     async def hold(self, collection: str, doc_ids: list[str]) -> AsyncIterator[None]:
         token = uuid.uuid4().hex
         keys = [RedisKeys.doc_lock(collection, d) for d in sorted(set(doc_ids))]
-        await self._acquire(keys, token)
         try:
+            await self._acquire(keys, token)
             yield
-        finally:
+        finally:  # after a failed take too: one sent before a connection dropped may have run
             await self._release(keys=keys, args=[token])
 
     async def _acquire(self, keys: list[str], token: str) -> None:
