@@ -62,3 +62,15 @@ def public_document(payload: dict[str, Any]) -> dict[str, Any]:
     )
     doc["custom_vectors"] = None
     return doc
+
+
+def holds_write(
+    payload: dict[str, Any], document: Document, store_content: bool, hashes: dict[str, str]
+) -> bool:
+    """Whether a stored payload is this very write: its version, its slot texts and vectors
+    (`hashes`) and every field it keeps. A sync write the worker applied and then took again
+    (its request redelivered after a crash) is this, not a stale write."""
+    if stored_micros(payload) != to_micros(document.timestamp) or stored_hashes(payload) != hashes:
+        return False
+    written = to_payload(document, store_content, hashes, {})
+    return all(payload.get(key) == written[key] for key in DOCUMENT_FIELDS)

@@ -29,9 +29,9 @@ from core.messages import (
     WorkerCall,
 )
 from core.schemas.collection import CollectionConfig, VectorConfig
-from store.payload import public_document
+from store.payload import holds_write, public_document
 from store.protocol import CollectionExists, Store, StoreReader
-from store.slots import store_schema
+from store.slots import slots, store_schema
 from store.vectorizer import Vectorizer
 from worker.browsing import Browser, vector_data
 from worker.indexing import Indexer, Outcome, Write
@@ -158,7 +158,7 @@ class Admin:
         )[doc.id]
         if outcome is Outcome.GONE:
             raise CollectionNotFound()
-        if outcome is Outcome.STALE:
+        if outcome is Outcome.STALE and not await self._holds(request):
             raise Conflict(
                 f"Document '{doc.id}' has a stored version with an equal or newer timestamp"
             )
@@ -171,6 +171,16 @@ class Admin:
             request.collection, [Write(OpType.DELETE, request.doc_id, request.timestamp)]
         )
         return Ack()
+
+    async def _holds(self, request: SyncUpsert) -> bool:
+        """Whether the store holds this very write already (see payload.holds_write)."""
+        config = await self._catalog.get(request.collection)
+        doc = request.document
+        stored = (await self._store.retrieve(request.collection, [doc.id])).get(doc.id)
+        if config is None or stored is None:
+            return False
+        hashes = {slot.name: slot.text_hash(doc) for slot in slots(config)}
+        return holds_write(stored.payload, doc, config.store_content, hashes)
 
     async def _require(self, name: str) -> None:
         if not await self._catalog.exists(name):

@@ -114,6 +114,18 @@ def test_sync_upsert_equal_timestamp_is_409(client: httpx.Client, coll: str) -> 
     assert get_doc(client, coll, "e")["content"] == "one"  # type: ignore[index]
 
 
+def test_the_same_sync_write_taken_again_is_200_not_stale(client: httpx.Client, coll: str) -> None:
+    """A sync write's request redelivered after the worker applied it (a crash before the
+    answer) is that write, not a stale one: the client is told it succeeded."""
+    body = doc("r", "once and again", 7, name="replayed", tags=["a"], metadata={"n": 1})
+    first = client.post(f"/v1/collections/{coll}/documents/sync", json=body)
+    again = client.post(f"/v1/collections/{coll}/documents/sync", json=body)
+    assert (first.status_code, again.status_code) == (200, 200), again.text
+    changed = client.post(f"/v1/collections/{coll}/documents/sync", json={**body, "tags": ["b"]})
+    assert changed.status_code == 409  # the same version with another field is stale
+    assert get_doc(client, coll, "r")["tags"] == ["a"]  # type: ignore[index]
+
+
 def test_delete_cancels_queued_older_upsert(
     client: httpx.Client,
     coll: str,
