@@ -91,6 +91,12 @@ class Traffic:
         self.write_outcomes = Outcomes()
         self.search_outcomes = Outcomes()
 
+    def charged(self, sent: str, status: int) -> str:
+        """The phase an answer counts in: the one it was sent in, but a dropped connection in
+        the one it dropped in (a bulk or sync write sent just before an api process is killed
+        is in flight on it, and drops with it)."""
+        return self.phase if status == CONNECTION_DROPPED else sent
+
     def start(self) -> Traffic:
         targets = [self._write_loop] + [self._search_loop] * self._searchers
         self._threads = [threading.Thread(target=t, daemon=True) for t in targets]
@@ -119,7 +125,7 @@ class Traffic:
                 phase = self.phase
                 status = self._post(http, f"/v1/collections/{self._collection}/documents", body)
                 self.writes.append(Write("upsert", doc_id, stamp(seq), name, status))
-                self.write_outcomes.add(phase, status)
+                self.write_outcomes.add(self.charged(phase, status), status)
                 if status != 200:
                     time.sleep(0.2)  # a client honouring Retry-After, briefly
 
@@ -136,7 +142,7 @@ class Traffic:
                 }
                 phase = self.phase
                 status = self._post(http, f"/v1/collections/{self._collection}/search", body)
-                self.search_outcomes.add(phase, status)
+                self.search_outcomes.add(self.charged(phase, status), status)
                 if status != 200:
                     time.sleep(0.2)
 

@@ -94,7 +94,7 @@ class VolumeTraffic(Traffic):
                             status,
                         )
                     )
-                self.bulk_outcomes.add(phase, status)
+                self.bulk_outcomes.add(self.charged(phase, status), status)
                 if status != 200:
                     time.sleep(0.2)
 
@@ -117,7 +117,7 @@ class VolumeTraffic(Traffic):
                         "upsert", str(body["id"]), str(body["timestamp"]), str(body["name"]), status
                     )
                 )
-                self.sync_outcomes.add(phase, status)
+                self.sync_outcomes.add(self.charged(phase, status), status)
                 if status == 200:
                     self._check_visible(http, str(body["id"]), token)
                 else:
