@@ -5,6 +5,7 @@ from core.lexical.encode import (
     LexicalParams,
     document_length,
     document_vector,
+    document_vectors,
     is_lookup,
     query_vector,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "LexicalParams",
     "document_length",
     "document_vector",
+    "document_vectors",
     "is_lookup",
     "query_vector",
     "token_id",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,11 +74,16 @@ class _Counts:
     codes: frozenset[int] = frozenset()  # WMTR: the trigram ids of codes (see is_code)
 
 
-# A document's terms are counted in one numpy pass over keys: each id a token contributes is
-# kept as `id << 3 | side << 1 | surface`, so sorting a text's keys puts each term's occurrences
-# together, the lowest side first. A term's side is its lowest (a hash collision between sides
-# folds into the word side) and it is a surface form when any of its occurrences is one.
+# A batch's terms are counted in one numpy pass over keys, so numpy's cost per call is paid per
+# batch, not per text (it was ~80 % of a seed document's 0.35 ms one text at a time). Each id a
+# token contributes is kept as `text << 34 | id << 3 | side << 1 | surface`: sorting the keys puts
+# each text's terms together, ids ascending, and each term's occurrences together with the lowest
+# side first. A term's side is its lowest (a hash collision between sides folds into the word
+# side) and it is a surface form when any of its occurrences is one.
 _WORD, _DEMOTED, _TRIGRAM = 0, 1, 2
+_TEXT_SHIFT = 34  # past a 31-bit id and its three bits
+_ID_MASK = (1 << 31) - 1
+_TF_CEILING = (1 << 32) - 1  # above any term's count in a text
 
 
 @lru_cache(maxsize=64)
@@ -115,73 +121,104 @@ _WMTR_SCALES = np.array([1.0, SURFACE_WEIGHT, 1.0, 1.0, TRIGRAM_WEIGHT, TRIGRAM_
 
 @dataclass(frozen=True)
 class _Terms:
-    """A text's distinct terms, ids ascending: their tf and flags (`side << 1 | surface`), and
-    how many times its trigrams occur."""
+    """The distinct terms of a batch of texts, by text and then id ascending: the text each is
+    of, its id, tf and flags (`side << 1 | surface`); and how many times each text's trigrams
+    occur."""
 
+    text: np.ndarray
     ids: np.ndarray
     tf: np.ndarray
     flags: np.ndarray
-    trigram_occurrences: int
+    trigram_occurrences: np.ndarray
 
     @classmethod
-    def of(cls, keys: list[int]) -> _Terms:
-        ordered = np.fromiter(keys, np.int64, len(keys))
+    def of(cls, keys: list[list[int]]) -> _Terms:
+        sizes = np.fromiter(map(len, keys), np.int64, len(keys))
+        ordered = np.fromiter(itertools.chain.from_iterable(keys), np.int64, int(sizes.sum()))
+        ordered |= np.repeat(np.arange(len(keys), dtype=np.int64), sizes) << _TEXT_SHIFT
         ordered.sort()
         starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
         unique, counts = ordered[starts], np.diff(starts, append=len(ordered))
-        trigrams = int(counts[unique & 4 == 4].sum())  # side 2 is bit 2 of a key
-        ids, flags = unique >> 3, unique & 7
-        first = np.concatenate(([True], ids[1:] != ids[:-1]))
-        if first.all():
-            return cls(ids, counts.astype(np.float64), flags, trigrams)
+        text = unique >> _TEXT_SHIFT
+        trigram = unique & 4 == 4  # side 2 is bit 2 of a key
+        occurrences = np.bincount(text[trigram], counts[trigram], len(keys)).astype(np.int64)
+        term_keys, flags = unique >> 3, unique & 7
+        first = np.concatenate(([True], term_keys[1:] != term_keys[:-1]))
         term = np.cumsum(first) - 1  # the term of each key: the first is its lowest side
         surface = np.bincount(term, weights=flags & 1) > 0
-        flags = (flags[first] & 6) | surface
-        return cls(ids[first], np.bincount(term, weights=counts), flags, trigrams)
+        return cls(
+            text[first],
+            term_keys[first] & _ID_MASK,
+            np.bincount(term, weights=counts),
+            (flags[first] & 6) | surface,
+            occurrences,
+        )
 
     def chosen(self, params: LexicalParams) -> np.ndarray:
-        """Which terms fill the vector's slots (see _slots): the higher tf first, ties to the
+        """Which terms fill each text's slots (see _slots): the higher tf first, ties to the
         lower id; stop words kept as surface tokens only fill word slots left over."""
         side = self.flags >> 1
-        trigrams = side == _TRIGRAM
-        n_trigrams = int(trigrams.sum())
-        word_slots, trigram_slots = _slots(params, len(self.ids) - n_trigrams, n_trigrams)
-        keep = np.ones(len(self.ids), dtype=bool)
-        words = side == _WORD
-        left = word_slots - int(words.sum())
-        if left < 0:
-            self._drop_worst(keep, words, word_slots)
-        self._drop_worst(keep, side == _DEMOTED, max(left, 0))
-        self._drop_worst(keep, trigrams, trigram_slots)
+        texts = len(self.trigram_occurrences)
+        words, demoted, trigrams = (
+            np.bincount(self.text[side == s], minlength=texts) for s in range(3)
+        )
+        word_slots, trigram_slots = _slots(params, words + demoted, trigrams)
+        allowed = np.stack((word_slots, np.maximum(word_slots - words, 0), trigram_slots))
+        # Best first within each text's side: terms are by id already, so a stable sort on
+        # (text, side, -tf) leaves ties by id ascending.
+        group = self.text * 3 + side
+        worse = _TF_CEILING - self.tf.astype(np.int64)
+        best_first = np.argsort(group << 32 | worse, kind="stable")
+        grouped = group[best_first]
+        starts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+        rank = np.arange(len(grouped)) - np.repeat(starts, np.diff(starts, append=len(grouped)))
+        keep = np.empty(len(grouped), dtype=bool)
+        keep[best_first] = rank < allowed[side[best_first], self.text[best_first]]
         return keep
-
-    def _drop_worst(self, keep: np.ndarray, side: np.ndarray, slots: int) -> None:
-        members = np.flatnonzero(side)
-        if len(members) > slots:
-            best_first = np.lexsort((self.ids[members], -self.tf[members]))
-            keep[members[best_first[slots:]]] = False
 
 
 def document_vector(text: str, params: LexicalParams, avg_length: float) -> DocumentTerms:
-    """BM25-saturated term weights, at most top_k entries, ids ascending.
+    """BM25-saturated term weights, at most top_k entries, ids ascending (document_vectors)."""
+    return document_vectors([text], params, avg_length)[0]
 
-    The worker runs this for every indexed field of every document: past the tokens, it is a
-    fixed handful of numpy calls over the text's keys, whatever its length (_Terms)."""
-    tokens = surface_tokens(fold(text, params.keep_case))
-    keys = _document_keys(tokens, params.kind, params.language_of(text))
-    if not keys:
-        length = 0 if params.kind == VectorType.TRIGRAMS else len(tokens)
+
+def document_vectors(
+    texts: list[str], params: LexicalParams, avg_length: float
+) -> list[DocumentTerms]:
+    """Each text's BM25-saturated term weights, at most top_k entries, ids ascending.
+
+    The worker runs this for every indexed field of a batch's documents: past the tokens, it is
+    a fixed handful of numpy calls over all the texts' keys at once (_Terms)."""
+    if not texts:
+        return []
+    tokens = [surface_tokens(fold(text, params.keep_case)) for text in texts]
+    keys = [
+        _document_keys(words, params.kind, params.language_of(text))
+        for text, words in zip(texts, tokens, strict=True)
+    ]
+    if not any(keys):
+        length = (lambda words: 0) if params.kind == VectorType.TRIGRAMS else len
         empty = SparseVector.model_construct(indices=[], values=[])
-        return DocumentTerms(vector=empty, length=length)
+        return [DocumentTerms(vector=empty, length=length(words)) for words in tokens]
     terms = _Terms.of(keys)
-    length = terms.trigram_occurrences if params.kind == VectorType.TRIGRAMS else len(tokens)
+    if params.kind == VectorType.TRIGRAMS:
+        lengths = terms.trigram_occurrences.tolist()
+    else:
+        lengths = [len(words) for words in tokens]
+    norms = np.array([K1 * (1 - B + B * _length_ratio(n, avg_length)) for n in lengths])
     keep = terms.chosen(params)
-    ids, tf = terms.ids[keep], terms.tf[keep]
+    text, ids, tf = terms.text[keep], terms.ids[keep], terms.tf[keep]
     scale = _WMTR_SCALES[terms.flags[keep]] if params.kind == VectorType.WMTR else 1.0
-    norm = K1 * (1 - B + B * _length_ratio(length, avg_length))
-    values = scale * tf * (K1 + 1) / (tf + norm)
-    vector = SparseVector.model_construct(indices=ids.tolist(), values=values.tolist())
-    return DocumentTerms(vector=vector, length=length)
+    values = scale * tf * (K1 + 1) / (tf + norms[text])
+    ends = np.cumsum(np.bincount(text, minlength=len(texts))).tolist()
+    all_ids, all_values = ids.tolist(), values.tolist()
+    result = []
+    for start, end, length in zip([0, *ends[:-1]], ends, lengths, strict=True):
+        vector = SparseVector.model_construct(
+            indices=all_ids[start:end], values=all_values[start:end]
+        )
+        result.append(DocumentTerms(vector=vector, length=length))
+    return result
 
 
 def query_vector(
@@ -252,16 +289,18 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     return _Counts(Counter(words), Counter(demoted), Counter(trigrams), frozenset(codes))
 
 
-def _slots(params: LexicalParams, n_words: int, n_trigrams: int) -> tuple[int, int]:
-    """Slots per side: WMTR gives word_ratio % to words and the rest to trigrams; trigram slots
-    left unused go to words, never the other way round (a long text's trigrams would crowd out
-    its words, and a short text has few enough trigrams to fit its share)."""
+def _slots(
+    params: LexicalParams, n_words: np.ndarray, n_trigrams: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slots per side, text by text: WMTR gives word_ratio % to words and the rest to trigrams;
+    trigram slots left unused go to words, never the other way round (a long text's trigrams
+    would crowd out its words, and a short text has few enough trigrams to fit its share)."""
     top_k = params.top_k
-    if params.kind != VectorType.WMTR:
-        return top_k, top_k  # only one side has candidates
+    if params.kind != VectorType.WMTR:  # only one side has candidates
+        return np.full_like(n_words, top_k), np.full_like(n_trigrams, top_k)
     share = (top_k * params.word_ratio + 50) // 100
-    trigrams = min(n_trigrams, top_k - share)
-    return min(n_words, top_k - trigrams), trigrams
+    trigrams = np.minimum(n_trigrams, top_k - share)
+    return np.minimum(n_words, top_k - trigrams), trigrams
 
 
 def _length_ratio(length: int, avg_length: float) -> float:

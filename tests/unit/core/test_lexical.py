@@ -12,6 +12,7 @@ from core.lexical import (
     LexicalParams,
     document_length,
     document_vector,
+    document_vectors,
     is_lookup,
     query_vector,
     token_id,
@@ -49,6 +50,30 @@ def score(query: str, text: str, params: LexicalParams, trigram_weight: float = 
 def trigram_ids(text: str) -> set[int]:
     params = LexicalParams(VectorType.TRIGRAMS, top_k=10000)
     return set(document_vector(text, params, avg_length=0).vector.indices)
+
+
+@pytest.mark.parametrize("top_k", [512, 24])
+@pytest.mark.parametrize("params", ALL_KINDS, ids=KIND_IDS)
+def test_a_text_has_the_same_vector_alone_and_in_a_batch(params: LexicalParams, top_k: int) -> None:
+    """A batch's texts are counted together (document_vectors): nothing of one text's terms,
+    slots or length may reach another's, empty and long texts beside short ones."""
+    params = LexicalParams(params.kind, top_k=top_k)
+    roomy = LexicalParams(params.kind, top_k=10000)
+    texts = [
+        LONG_TEXT,
+        "",
+        "the cat and the hat",
+        "!!",
+        "zebra " * 300,
+        "Part 12LP'-y03",
+        LONG_TEXT,
+    ]
+    batch = document_vectors(texts, params, avg_length=20)
+    alone = [document_vector(text, params, avg_length=20) for text in texts]
+    assert batch == alone
+    assert batch[0] == batch[-1]
+    assert len(batch[0].vector) == min(top_k, len(document_vector(LONG_TEXT, roomy, 20).vector))
+    assert len(batch[1].vector) == 0
 
 
 def test_exact_code_matches_as_one_surface_token() -> None:
