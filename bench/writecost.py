@@ -7,10 +7,11 @@ optimize to finish, then sends async upserts of load-study documents (`POST …/
 with a new text, so each is indexed anew; the collection has no model) from `--users` users,
 each pausing `--pause` s after an answer: ~85 a second by default, the writes of the keyword
 knee. It measures `--seconds` from the end of the first optimize the writes bring about (the
-worker optimizes a shard after 20 % changes: at this rate every ~3 minutes, and the window is
-shorter than that), reading each supervisord program's CPU from /proc (bench/common/cpu.py),
-and prints CPU-ms per acknowledged upsert and whether an optimize ran in the window after all
-(its child's CPU is the worker's). Nothing searches meanwhile.
+worker optimizes a keyword shard when a fifth of it is dead versions: at this rate, four in five
+writes overwriting, every ~4 minutes, and the window is shorter than that), reading each
+supervisord program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged
+upsert and whether an optimize ran in the window after all (its child's CPU is the worker's).
+Nothing searches meanwhile.
 """
 
 from __future__ import annotations

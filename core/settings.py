@@ -94,10 +94,12 @@ class Settings(BaseSettings):
     # broker round trips: a keyword bulk load ran 22 % faster at 256 than at 64, on 14 % less CPU
     # a document (512: slower again); dense ingest the same (docs/benchmarks.md, issue 32).
     worker_batch_size: int = Field(256, ge=1)
-    # Writes to an embedded shard before it is optimized (then also 20 % growth): each optimize
-    # rebuilds the whole shard's index. Qdrant itself leaves segments under ~6,600 vectors of 384
-    # dims unindexed; at 1,000 a bulk load rebuilt the index every 1,000 documents, on the cores
-    # the model needs (docs/benchmarks.md, bench/ingest).
+    # Writes to an embedded shard with dense vectors before it is optimized (then also 20 %
+    # growth): each optimize rebuilds the whole shard's index. Qdrant itself leaves segments
+    # under ~6,600 vectors of 384 dims unindexed; at 1,000 a bulk load rebuilt the index every
+    # 1,000 documents, on the cores the model needs (docs/benchmarks.md, bench/ingest). A
+    # keyword shard is optimized when it doubles, from 4× this, or has this many dead versions
+    # and 20 % (store/edge/shard.py).
     optimize_min_changes: int = Field(5000, ge=1)
     # How long a document batch gathers after its first message. Each batch costs a store flush
     # and a few Redis and broker round trips: at ~88 async upserts/s, 100 ms instead of 20 took

@@ -21,7 +21,8 @@ from harness.stack import Stack
 
 STACK_ENV = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1"}  # bench/load's keyword config
 SEED = 1
-# The changes the worker lets a shard take before it optimizes it (edge.py: 20 % growth).
+# The dead versions the worker lets a keyword shard hold before it optimizes it (20 % of its live
+# points: store/edge/shard.py).
 CHURN = 0.2
 
 

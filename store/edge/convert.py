@@ -88,13 +88,13 @@ class Idf(enum.Enum):
     INDEX = "index"  # the engine's index statistics: free, and count deleted versions until vacuum
 
 
-# From this many points (at the last optimize) a shard's sparse arms take IDF from the engine's
-# index statistics instead of counting the live points per query term (4.4 of 5.6 CPU-ms of a
-# keyword search at 80,000 documents). The statistics also count versions deleted or overwritten
-# since the last optimize, which vacuums them: from here on an optimize is due after at most
-# 20 % changes (5,000 ÷ 0.2), so at most about a fifth of what IDF counts is gone, as Lucene's
-# document frequencies count deleted documents until a merge. Smaller shards stay exact, and
-# cheap: the count costs in proportion to the postings.
+# From this many live points a shard's sparse arms take IDF from the engine's index statistics
+# instead of counting the live points per query term (4.4 of 5.6 CPU-ms of a keyword search at
+# 80,000 documents). The statistics also count versions deleted or overwritten since the last
+# optimize, which vacuums them: from here on an optimize is due after at most 20 % changes
+# (5,000 ÷ 0.2; store/edge/shard.py), so at most about a fifth of what IDF counts is gone, as
+# Lucene's document frequencies count deleted documents until a merge. Smaller shards stay
+# exact, and cheap: the count costs in proportion to the postings.
 INDEX_IDF_FROM = 25_000
 
 

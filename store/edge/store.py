@@ -17,7 +17,7 @@ import qdrant_edge as qe
 from store.edge import calls, convert, folder, heap
 from store.edge import optimize as optimizer
 from store.edge.convert import INDEX_IDF_FROM
-from store.edge.gate import Gate
+from store.edge.shard import Shard, Upkeep
 from store.ids import DOC_ID_KEY
 from store.protocol import (
     ArmHit,
@@ -41,23 +41,6 @@ T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 
-class _Shard:
-    """One open collection: the engine shard, its schema, and when it was last optimized."""
-
-    def __init__(self, engine: qe.EdgeShard, schema: CollectionSchema, points: int) -> None:
-        self.engine = engine
-        self.schema = schema
-        self.gate = Gate()
-        self.closed = False
-        self.optimizing = False
-        self.base = points  # points at the last optimize (or at load)
-        self.changed = 0  # points written or deleted since
-        self.checked = True  # False for a loaded shard: an optimize may be left over
-        self.writes = asyncio.Lock()  # one write at a time, and none while a copy is taken
-        self.journal: list[qe.UpdateOperation] | None = None  # writes since the copy was taken
-        self.generation = 0  # bumped by `empty`: an optimized copy of before is stale
-
-
 class EdgeStore:
     """The Store on the embedded engine. Make it with `EdgeStore.open(root)`."""
 
@@ -65,7 +48,7 @@ class EdgeStore:
         self,
         root: Path,
         lock: IO[str],
-        shards: dict[str, _Shard],
+        shards: dict[str, Shard],
         optimize_min_changes: int = 5000,
         optimize_growth: float = 0.2,
         replica: bool = False,
@@ -77,8 +60,7 @@ class EdgeStore:
         self._lock = lock
         self._shards = shards
         self._table = asyncio.Lock()
-        self._min_changes = optimize_min_changes
-        self._growth = optimize_growth
+        self._upkeep = Upkeep(optimize_min_changes, optimize_growth)
         self._maintenance: set[asyncio.Task[None]] = set()
         # Called with a collection's name once an optimized shard is in (the Replicator tells
         # the replicas, which copy it instead of optimizing their own).
@@ -154,7 +136,7 @@ class EdgeStore:
             self._shard(name)
             return
         operation = qe.UpdateOperation.upsert_points([convert.to_point(p) for p in points])
-        await self._write(name, [operation], len(points))
+        await self._write(name, [operation], len(points), len(points))
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
         # The engine replaces the whole payload, so the private document id goes back in. One
@@ -168,14 +150,14 @@ class EdgeStore:
         if not operations:
             self._shard(name)
             return
-        await self._write(name, operations, 0)
+        await self._write(name, operations, 0, len(operations))
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         if not doc_ids:
             self._shard(name)
             return
         operation = qe.UpdateOperation.delete_points([convert.point_id(d) for d in doc_ids])
-        await self._write(name, [operation], len(doc_ids))
+        await self._write(name, [operation], len(doc_ids), 0)
 
     async def retrieve(
         self, name: str, doc_ids: list[str], with_vectors: bool = False
@@ -213,7 +195,7 @@ class EdgeStore:
             self._shard(name)
             return []
         shard = self._shard(name)
-        batch = convert.to_batch(arms, shard.schema, shard.base >= self._index_idf_from)
+        batch = convert.to_batch(arms, shard.schema, shard.live >= self._index_idf_from)
         results = await self._use(name, lambda e: e.query_batch(batch))
         hits, unknown = convert.to_hits(results)
         if unknown:  # points this process has not written or met: read their ids once
@@ -226,7 +208,7 @@ class EdgeStore:
         self, name: str, arms: list[ArmQuery], weights: tuple[float, ...], top: int
     ) -> SummedRanking:
         shard = self._shard(name)
-        large = shard.base >= self._index_idf_from
+        large = shard.live >= self._index_idf_from
         request = convert.to_summed(arms, weights, shard.schema, large)
         return await self._on(shard, name, lambda e: calls.summed(e, request, top))
 
@@ -237,7 +219,8 @@ class EdgeStore:
             async with shard.gate.exclusive():
                 args = (self._root, name, shard.engine, shard.schema)
                 shard.engine = await _in_thread(folder.rebuild, *args)
-                shard.base, shard.changed, shard.checked = 0, 0, True
+                shard.restart(0)
+                shard.checked = True
                 shard.generation += 1
 
     async def copy_to(self, target: Path, names: list[str] | None = None) -> None:
@@ -259,7 +242,7 @@ class EdgeStore:
         when done; this returns at once. `maintenance_done` waits for it.
         """
         shard = self._shard(name)
-        if shard.optimizing or not self._due(shard):
+        if shard.optimizing or not self._upkeep.due(shard):
             return
         shard.optimizing = True
         task = asyncio.create_task(self._optimize(name, shard))
@@ -271,11 +254,12 @@ class EdgeStore:
         while self._maintenance:
             await asyncio.wait(set(self._maintenance))
 
-    async def _optimize(self, name: str, shard: _Shard) -> None:
+    async def _optimize(self, name: str, shard: Shard) -> None:
         started = time.perf_counter()
         try:
             async with shard.writes:
-                seen, generation = shard.changed, shard.generation
+                seen = (shard.changed, shard.versions)
+                generation = shard.generation
                 copy = await self._on(
                     shard, name, lambda e: optimizer.copy_for_optimize(self._root, name, e)
                 )
@@ -289,8 +273,10 @@ class EdgeStore:
                 shard.engine = await _in_thread(
                     folder.install, self._root, name, shard.engine, copy
                 )
-                shard.base = await _in_thread(calls.count, shard.engine)
-                shard.changed, shard.checked = shard.changed - seen, True
+                since = (shard.changed - seen[0], shard.versions - seen[1])
+                shard.restart(await _in_thread(calls.count, shard.engine))
+                shard.wrote(*since, shard.live)  # replayed onto the copy: counted as new
+                shard.checked = True
             # Outside the gate: searches go on while malloc returns what the swap freed.
             await asyncio.to_thread(heap.release_free_heap)
             log.info(
@@ -324,32 +310,30 @@ class EdgeStore:
             self._lock.close()
         log.info("store closed cleanly")
 
-    def _due(self, shard: _Shard) -> bool:
-        grown = shard.changed >= max(self._min_changes, self._growth * shard.base)
-        return grown or not shard.checked
-
-    def _shard(self, name: str) -> _Shard:
+    def _shard(self, name: str) -> Shard:
         shard = self._shards.get(name)
         if shard is None:
             raise CollectionMissing(name)
         return shard
 
-    async def _write(self, name: str, operations: list[qe.UpdateOperation], changed: int) -> None:
+    async def _write(
+        self, name: str, operations: list[qe.UpdateOperation], changed: int, versions: int
+    ) -> None:
         shard = self._shard(name)
         async with shard.writes:
             apply = calls.apply_unflushed if self._replica else calls.apply
             applied: list[qe.UpdateOperation] = []
             try:
-                await self._on(shard, name, lambda e: apply(e, operations, applied))
+                live = await self._on(shard, name, lambda e: apply(e, operations, applied))
             finally:  # an optimized copy is being made: it needs what was applied too
                 if shard.journal is not None:
                     shard.journal.extend(applied)
-        shard.changed += changed
+        shard.wrote(changed, versions, live)
 
     async def _use(self, name: str, work: Callable[[qe.EdgeShard], T]) -> T:
         return await self._on(self._shard(name), name, work)
 
-    async def _on(self, shard: _Shard, name: str, work: Callable[[qe.EdgeShard], T]) -> T:
+    async def _on(self, shard: Shard, name: str, work: Callable[[qe.EdgeShard], T]) -> T:
         """Run `work(engine)` off the event loop while holding the shard shared."""
         async with shard.gate.shared():
             if shard.closed:
@@ -380,15 +364,15 @@ def _guarded(fn: Callable[..., T], *args: Any) -> T:
         raise StoreError(str(exc)) from exc
 
 
-def _load_all(root: Path) -> dict[str, _Shard]:
+def _load_all(root: Path) -> dict[str, Shard]:
     folder.recover(root)
     shards = {}
     for path in folder.collection_dirs(root):
         engine, schema = folder.load(path)
-        shards[path.name] = _Shard(engine, schema, calls.count(engine))
+        shards[path.name] = Shard(engine, schema, calls.count(engine))
         shards[path.name].checked = False
     return shards
 
 
-def _create(root: Path, name: str, schema: CollectionSchema) -> _Shard:
-    return _Shard(folder.create(root, name, schema), schema, 0)
+def _create(root: Path, name: str, schema: CollectionSchema) -> Shard:
+    return Shard(folder.create(root, name, schema), schema, 0)

@@ -22,6 +22,7 @@ import redis
 from core.heartbeats import SearchNodeBeat, parse_search_nodes
 from core.names import RedisKeys
 from harness.stack import Stack
+from store.edge.shard import SPARSE_MERGE_FROM
 from tests.integration.helpers import (
     create,
     doc,
@@ -263,7 +264,9 @@ def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_thei
 ) -> None:
     create(client, "optimized", keyword_collection())
     copies = {index: state.copies for index, state in searchers(board).items()}
-    documents = [doc(f"o{i}", f"fig chutney jar{i}") for i in range(OPTIMIZE_AFTER + 100)]
+    # A keyword shard is optimized when it has doubled, from SPARSE_MERGE_FROM × OPTIMIZE_AFTER.
+    written = SPARSE_MERGE_FROM * OPTIMIZE_AFTER + 100
+    documents = [doc(f"o{i}", f"fig chutney jar{i}") for i in range(written)]
     for start in range(0, len(documents), 100):
         response = client.post(
             "/v1/collections/optimized/documents/bulk",
