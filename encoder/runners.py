@@ -16,12 +16,14 @@ PROBE_MIN_COSINE; a lane other than the lane's default has to be SPEED_MARGIN ti
 (`choose_lane`), so noise does not flip it. A forced precision is not timed (bfloat16 is still
 probed).
 
-The document lane's runners pad each batch's token length up to a multiple of SEQUENCE_STEP
-(masked, so the embeddings do not change): oneDNN builds and caches kernels per input shape, and
-glibc keeps what tensors of many sizes freed, so with every length its own shape an encoder's memory
-grew without end under mixed traffic (docs/benchmarks.md). Padded, float32 levelled off at 1.1 GB
-where `encode()` passed 1.4 GB and kept growing, for ~8 % more CPU on such traffic. The query
-lane's float32 runner is `encode()` itself: queries are short, and padding one to 32 tokens costs.
+The document lane's runners pad each batch's token length up (masked, so the embeddings do not
+change; `padded_length`): oneDNN builds and caches kernels per input shape, and glibc keeps what
+tensors of many sizes freed, so with every length its own shape an encoder's memory grew without
+end under mixed traffic (docs/benchmarks.md). Padded, float32 levelled off at 1.1 GB where
+`encode()` passed 1.4 GB and kept growing. The steps are fine where tensors are small and coarse
+where they are large: a multiple of 32 throughout padded ~60-word texts (~73 tokens) to 96, 31 %
+more tokens, and a multiple of 8 or 16 throughout kept the memory growing. The query lane's
+float32 runner is `encode()` itself: queries are short, and padding one costs.
 """
 
 from __future__ import annotations
@@ -50,9 +52,11 @@ PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog near the river bank at dawn. " * 12,
     "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
 )
-SEQUENCE_STEP = 32
+# Token lengths are padded up to a multiple of 8 up to 64, of 16 up to 128, and of 32 beyond.
+SEQUENCE_STEPS = ((64, 8), (128, 16))
+LONG_SEQUENCE_STEP = 32
 
-# The timing probe: 16 texts of 60 common words (~62 tokens, one SEQUENCE_STEP multiple) for the
+# The timing probe: 16 texts of 60 common words (~62 tokens, padded to 64) for the
 # document lane, one short query at a time for the query lane. About 1 s of start-up on 2 cores.
 _WORDS = (
     "the of and to in is that for it as was with be by on not this are or from at which but "
@@ -138,12 +142,18 @@ class Bf16Runner(PaddedRunner):
         super().__init__(model, copy.deepcopy(model[0]).to(torch.bfloat16).eval())
 
 
+def padded_length(length: int) -> int:
+    """The token length a batch whose longest text has `length` tokens is padded up to."""
+    step = next((s for up_to, s in SEQUENCE_STEPS if length <= up_to), LONG_SEQUENCE_STEP)
+    return -(-length // step) * step
+
+
 def pad_tokens(features: dict[str, Any], longest: int | None) -> dict[str, Any]:
-    """Token tensors padded (masked) up to a multiple of SEQUENCE_STEP, at most `longest`."""
+    """Token tensors padded (masked) up to `padded_length`, at most `longest`."""
     import torch
 
     length = int(features["input_ids"].shape[1])
-    wanted = -(-length // SEQUENCE_STEP) * SEQUENCE_STEP
+    wanted = padded_length(length)
     if longest:
         wanted = min(wanted, max(length, longest))
     if wanted == length:

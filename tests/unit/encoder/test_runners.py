@@ -239,11 +239,11 @@ def test_time_runners_warms_up_then_takes_each_runner_in_turn(
     assert choose_lane(measured)[0] == "torch"
 
 
-def test_the_probe_batch_is_fixed_and_one_padding_step_long(bf16: LoadedModel) -> None:
+def test_the_probe_batch_is_fixed_and_about_60_tokens_long(bf16: LoadedModel) -> None:
     assert runners.PROBE_BATCH == tuple(runners.probe_calls(EmbedKind.DOCUMENT)[0])
     assert len(runners.PROBE_BATCH) == 16
     tokens = bf16.model.preprocess(list(runners.PROBE_BATCH))["input_ids"].shape[1]
-    assert 40 < tokens <= 2 * runners.SEQUENCE_STEP
+    assert 40 < tokens <= 64
 
 
 def test_a_text_embeds_the_same_alone_and_in_a_longer_padded_batch(bf16: LoadedModel) -> None:
@@ -253,13 +253,25 @@ def test_a_text_embeds_the_same_alone_and_in_a_longer_padded_batch(bf16: LoadedM
     assert cosines(alone, batched).min() >= 0.999
 
 
-def test_token_lengths_are_padded_to_a_step_masked_and_capped() -> None:
+def test_token_lengths_are_padded_by_steps_that_grow_with_them() -> None:
+    """Fine steps where a batch's tensors are small, coarse where they are large: the padding
+    stays a small share of a short text, and long batches take few shapes (runners.py)."""
+    lengths = range(1, 300)
+    padded = [runners.padded_length(n) for n in lengths]
+    assert all(0 <= p - n < 32 for n, p in zip(lengths, padded, strict=True))
+    assert all(p - n < 8 for n, p in zip(lengths[:64], padded[:64], strict=True))
+    assert len(set(padded[:256])) == 16
+    steps = {1: 8, 8: 8, 9: 16, 64: 64, 65: 80, 73: 80, 129: 160, 250: 256, 257: 288}
+    assert {n: runners.padded_length(n) for n in steps} == steps
+
+
+def test_token_lengths_are_padded_masked_and_capped() -> None:
     import torch
 
-    ones = torch.ones((2, 33), dtype=torch.long)
+    ones = torch.ones((2, 73), dtype=torch.long)
     padded = runners.pad_tokens({"input_ids": ones, "attention_mask": ones.clone()}, 256)
-    assert padded["input_ids"].shape == (2, 64)
-    assert padded["attention_mask"][:, 33:].sum() == 0 and padded["attention_mask"].sum() == 66
+    assert padded["input_ids"].shape == (2, 80)
+    assert padded["attention_mask"][:, 73:].sum() == 0 and padded["attention_mask"].sum() == 146
     capped = runners.pad_tokens({"input_ids": torch.ones((1, 250), dtype=torch.long)}, 256)
     assert capped["input_ids"].shape == (1, 256)
     exact = runners.pad_tokens({"input_ids": torch.ones((1, 64), dtype=torch.long)}, 256)
