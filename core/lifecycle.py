@@ -1,4 +1,5 @@
-"""Process lifecycle shared by every Braid process: periodic tasks and start/run/stop.
+"""Process lifecycle shared by every Braid process: periodic tasks, start/run/stop, and child
+processes that run Braid's own modules (`start_module`).
 
 A `Periodic` runs one async tick every interval and survives a failing tick (a Redis blip must
 not end a heartbeat for good). `run_until_signalled` is the body of each process's `__main__`:
@@ -12,8 +13,10 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import uvloop
 
@@ -21,6 +24,8 @@ log = logging.getLogger(__name__)
 
 # supervisord waits 15 s (stopwaitsecs) before SIGKILL; a stop must end well inside that.
 STOP_BOUND_S = 8.0
+# Where `python3 -m` finds Braid's modules, whatever the working folder of the process.
+_PROJECT = Path(__file__).resolve().parents[1]
 
 
 class Periodic:
@@ -113,3 +118,11 @@ async def run_until_signalled(
             log.info("%s stopped", name)
         except TimeoutError:
             log.error("%s did not stop within %.0f s; exiting anyway", name, stop_bound_s)
+
+
+async def start_module(module: str, *args: str, **options: Any) -> asyncio.subprocess.Process:
+    """A child process running `python3 -m module args` of this checkout, on this Python;
+    `options` go to `asyncio.create_subprocess_exec` (pipes, for one)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module, *args, cwd=_PROJECT, **options
+    )

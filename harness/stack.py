@@ -30,6 +30,23 @@ LOG_TAIL_LINES = 40
 KEEP_DATA_ENV = "BRAID_TEST_KEEP_DATA"
 
 
+def module_children(parent: int, module: str) -> set[int]:
+    """PIDs of the live children of process `parent` that run `python -m module` (one that has
+    exited and is not reaped yet has no command line)."""
+    found: set[int] = set()
+    tasks = Path(f"/proc/{parent}/task")
+    for task in tasks.iterdir() if parent and tasks.exists() else ():
+        children: list[str] = []
+        with contextlib.suppress(OSError):
+            children = (task / "children").read_text().split()
+        for pid in children:
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if b"-m" in argv and module.encode() in argv:
+                    found.add(int(pid))
+    return found
+
+
 class StackError(RuntimeError):
     """The stack did not start, stop or answer as expected; the message carries the log tails."""
 
@@ -289,15 +306,7 @@ class Stack:
 
     def child_pids(self, program: str, module: str) -> set[int]:
         """PIDs of the children of `program` that run `python -m module`."""
-        parent, found = self.pid(program), set()
-        tasks = Path(f"/proc/{parent}/task")
-        for task in tasks.iterdir() if parent and tasks.exists() else ():
-            with contextlib.suppress(OSError):
-                for pid in (task / "children").read_text().split():
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if b"-m" in argv and module.encode() in argv:
-                        found.add(int(pid))
-        return found
+        return module_children(self.pid(program), module)
 
     def kill9(self, program: str) -> int:
         """SIGKILL a program, as a crash would; supervisord restarts it. Returns the killed PID.

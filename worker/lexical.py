@@ -28,10 +28,10 @@ import pickle
 import signal
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from core.lexical import DocumentTerms, LexicalParams, document_vectors
+from core.lifecycle import start_module
 from core.vectors import SparseVector
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ CHILD_TIMEOUT_S = 60.0
 # across its awaits (the engine's thread, the broadcast), and RPCs.
 LOCAL_A_TURN = 32
 _HEADER = 8
-_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -118,13 +117,8 @@ class _Child:
         """The groups' answers; None where the child raised on a text."""
         process = self._process
         if process is None or process.returncode is not None:
-            process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "worker.lexical",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                cwd=_ROOT,
+            process = self._process = await start_module(
+                "worker.lexical", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
         assert process.stdin is not None and process.stdout is not None
         try:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
+from core.lifecycle import start_module
 from store.edge import folder
 from store.protocol import StoreError
 
 OPTIMIZING = ".optimizing-"
-_PROJECT = Path(__file__).resolve().parents[2]  # where `-m worker...` resolves
 
 
 def copy_for_optimize(root: Path, name: str, engine: qe.EdgeShard) -> Path:
@@ -35,9 +35,7 @@ def copy_for_optimize(root: Path, name: str, engine: qe.EdgeShard) -> Path:
 
 async def optimize_in_child(copy: Path) -> None:
     """Run the engine's optimize on `copy` in a child process; StoreError if it fails."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "store.edge.optimize", str(copy), cwd=_PROJECT
-    )
+    child = await start_module("store.edge.optimize", str(copy))
     try:
         code = await child.wait()
     except asyncio.CancelledError:

@@ -17,6 +17,7 @@ import pytest
 
 from core.enums import VectorType
 from core.lexical import LexicalParams
+from harness.stack import alive, module_children
 from worker.lexical import CHILDREN, SMALLEST_SENT, LexicalTexts, Lexicon, terms_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,25 +33,13 @@ def groups(n: int = 40) -> list[LexicalTexts]:
 
 
 def children() -> set[int]:
-    """This process's live child processes."""
-    found: set[int] = set()
-    for task in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
-            found |= {int(pid) for pid in f.read().split()}
-    return {pid for pid in found if _state(pid) not in ("Z", None)}
-
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+    """This process's live lexical children."""
+    return module_children(os.getpid(), "worker.lexical")
 
 
 def wait_gone(pid: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while _state(pid) not in ("Z", None):
+    while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} is still there"
         time.sleep(0.05)
 
