@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from store.edge.store import EdgeStore
 from store.protocol import ArmQuery, CollectionSchema, PointWrite, SparseSlot
@@ -25,6 +27,16 @@ def points(start: int, stop: int, **payload: object) -> list[PointWrite]:
     ]
 
 
+@pytest_asyncio.fixture
+async def edge(store_root: Path) -> AsyncIterator[EdgeStore]:
+    """A keyword shard optimized when it doubles, from 400 points, or when its dead versions
+    reach 100 and a fifth of its live points."""
+    store = await EdgeStore.open(store_root, optimize_min_changes=100)
+    await store.create_collection(COLLECTION, KEYWORD)
+    yield store
+    await store.close()
+
+
 async def optimized(edge: EdgeStore, caplog: pytest.LogCaptureFixture) -> bool:
     """Whether the store optimizes the collection when the worker asks it to now."""
     caplog.clear()
@@ -35,53 +47,43 @@ async def optimized(edge: EdgeStore, caplog: pytest.LogCaptureFixture) -> bool:
 
 
 async def test_a_keyword_shard_is_optimized_when_it_has_doubled(
-    store_root: Path, caplog: pytest.LogCaptureFixture
+    edge: EdgeStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    edge = await EdgeStore.open(store_root, optimize_min_changes=100)  # doubling from 400
-    try:
-        await edge.create_collection(COLLECTION, KEYWORD)
-        await edge.upsert(COLLECTION, points(0, 399))
-        assert not await optimized(edge, caplog)
-        await edge.upsert(COLLECTION, points(399, 400))
-        assert await optimized(edge, caplog)
-        await edge.upsert(COLLECTION, points(400, 799))
-        assert not await optimized(edge, caplog)
-        await edge.upsert(COLLECTION, points(799, 800))
-        assert await optimized(edge, caplog)
-        assert await edge.count(COLLECTION) == 800
-    finally:
-        await edge.close()
+    await edge.upsert(COLLECTION, points(0, 399))
+    assert not await optimized(edge, caplog)
+    await edge.upsert(COLLECTION, points(399, 400))
+    assert await optimized(edge, caplog)
+    await edge.upsert(COLLECTION, points(400, 799))
+    assert not await optimized(edge, caplog)
+    await edge.upsert(COLLECTION, points(799, 800))
+    assert await optimized(edge, caplog)
+    assert await edge.count(COLLECTION) == 800
 
 
 async def test_a_keyword_shard_is_optimized_when_a_fifth_of_it_is_dead(
-    store_root: Path, caplog: pytest.LogCaptureFixture
+    edge: EdgeStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Overwritten, deleted and payload-overwritten versions count; new points do not."""
-    edge = await EdgeStore.open(store_root, optimize_min_changes=100)  # dead from 100
-    try:
-        await edge.create_collection(COLLECTION, KEYWORD)
-        await edge.upsert(COLLECTION, points(0, 1000))
-        assert await optimized(edge, caplog)  # doubled: 1,000 live, none dead
-        await edge.upsert(COLLECTION, points(0, 199, v=2))  # a fifth of 1,000 is 200
-        assert not await optimized(edge, caplog)
-        await edge.upsert(COLLECTION, points(1000, 1100))  # and of 1,100, 220
-        await edge.upsert(COLLECTION, points(199, 219, v=2))
-        assert not await optimized(edge, caplog)
-        await edge.upsert(COLLECTION, points(219, 220, v=2))
-        assert await optimized(edge, caplog)
-        await edge.delete(COLLECTION, [f"d{i}" for i in range(100, 280)])  # 920 live: 184
-        assert not await optimized(edge, caplog)
-        await edge.overwrite_payloads(COLLECTION, {f"d{i}": {"v": 3} for i in range(300, 304)})
-        assert await optimized(edge, caplog)
-        assert await edge.count(COLLECTION) == 920
-        found = await edge.retrieve(COLLECTION, ["d0", "d150", "d300", "d1099"])
-        assert {d: p.payload for d, p in found.items()} == {
-            "d0": {"v": 2},
-            "d300": {"v": 3},
-            "d1099": {},
-        }
-    finally:
-        await edge.close()
+    await edge.upsert(COLLECTION, points(0, 1000))
+    assert await optimized(edge, caplog)  # doubled: 1,000 live, none dead
+    await edge.upsert(COLLECTION, points(0, 199, v=2))  # a fifth of 1,000 is 200
+    assert not await optimized(edge, caplog)
+    await edge.upsert(COLLECTION, points(1000, 1100))  # and of 1,100, 220
+    await edge.upsert(COLLECTION, points(199, 219, v=2))
+    assert not await optimized(edge, caplog)
+    await edge.upsert(COLLECTION, points(219, 220, v=2))
+    assert await optimized(edge, caplog)
+    await edge.delete(COLLECTION, [f"d{i}" for i in range(100, 280)])  # 920 live: 184
+    assert not await optimized(edge, caplog)
+    await edge.overwrite_payloads(COLLECTION, {f"d{i}": {"v": 3} for i in range(300, 304)})
+    assert await optimized(edge, caplog)
+    assert await edge.count(COLLECTION) == 920
+    found = await edge.retrieve(COLLECTION, ["d0", "d150", "d300", "d1099"])
+    assert {d: p.payload for d, p in found.items()} == {
+        "d0": {"v": 2},
+        "d300": {"v": 3},
+        "d1099": {},
+    }
 
 
 def idf(documents: int, holding: int) -> float:
