@@ -8,7 +8,10 @@ import uuid
 from pathlib import Path
 
 import httpx
+import redis
 
+from core.heartbeats import parse_search_nodes
+from core.names import RedisKeys
 from harness.stack import Stack, StackFactory
 from tests.integration.helpers import (
     create,
@@ -146,7 +149,18 @@ def _rss_kib(pid: int) -> int:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
-def test_a_100_mb_body_is_refused_unread_and_never_echoed(stack: Stack) -> None:
+def _replicas_loaded(stack: Stack) -> bool:
+    """Whether every api process's search node holds its replica (a copy of the store)."""
+    with redis.Redis.from_url(stack.redis_url) as board:
+        nodes = parse_search_nodes(board.hgetall(RedisKeys.searchers()))
+    return len(nodes) >= 2 and all(node.position for node in nodes.values())
+
+
+def test_a_100_mb_body_is_refused_unread_and_never_echoed(make_stack: StackFactory) -> None:
+    # A stack of its own, its replicas loaded: a replica taking a copy of a store that earlier
+    # tests filled (after a worker restart, say) grows an api process by ~90 MB meanwhile.
+    stack = make_stack()
+    wait_until(lambda: _replicas_loaded(stack), timeout=90, interval=0.5)
     apis = [stack.pid("api:api-1"), stack.pid("api:api-2")]
     before = sum(_rss_kib(pid) for pid in apis)
     port = int(stack.env["BRAID_PORT"])
