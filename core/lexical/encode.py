@@ -196,10 +196,14 @@ def document_vectors(
         _document_keys(words, params.kind, params.language_of(text))
         for text, words in zip(texts, tokens, strict=True)
     ]
-    if not any(keys):
-        length = (lambda words: 0) if params.kind == VectorType.TRIGRAMS else len
-        empty = SparseVector.model_construct(indices=[], values=[])
-        return [DocumentTerms(vector=empty, length=length(words)) for words in tokens]
+    if not any(keys):  # no terms to count: every vector empty, each text its own
+        trigrams = params.kind == VectorType.TRIGRAMS
+        return [
+            DocumentTerms(
+                SparseVector.model_construct(indices=[], values=[]), 0 if trigrams else len(words)
+            )
+            for words in tokens
+        ]
     terms = _Terms.of(keys)
     if params.kind == VectorType.TRIGRAMS:
         lengths = terms.trigram_occurrences.tolist()

@@ -49,6 +49,15 @@ class Shard:
         self.changed = 0  # points written or deleted since the last optimize
         self.versions = 0  # point versions written since: upserts and payload overwrites
 
+    def optimized(self, points: int, seen: tuple[int, int]) -> None:
+        """Count from an optimized copy of `points` live ones. The writes made after its copy
+        was taken, when `changed` and `versions` stood at `seen`, were replayed onto it: they
+        count as written since."""
+        changed, versions = self.changed - seen[0], self.versions - seen[1]
+        self.restart(points)
+        self.wrote(changed, versions, points)
+        self.checked = True
+
     def wrote(self, changed: int, versions: int, live: int) -> None:
         self.changed += changed
         self.versions += versions

@@ -273,10 +273,7 @@ class EdgeStore:
                 shard.engine = await _in_thread(
                     folder.install, self._root, name, shard.engine, copy
                 )
-                since = (shard.changed - seen[0], shard.versions - seen[1])
-                shard.restart(await _in_thread(calls.count, shard.engine))
-                shard.wrote(*since, shard.live)  # replayed onto the copy: counted as new
-                shard.checked = True
+                shard.optimized(await _in_thread(calls.count, shard.engine), seen)
             # Outside the gate: searches go on while malloc returns what the swap freed.
             await asyncio.to_thread(heap.release_free_heap)
             log.info(
