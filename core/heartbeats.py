@@ -77,6 +77,7 @@ class SearchNodeBeat(BeatRecord):
     searches: int  # answered since the process started
     position: str | None  # its replica's position (its text); None: no copy yet, or no replica
     copies: int  # copies of the store its replica has taken
+    idle: bool = False  # its replica drops the stream: no search for BRAID_REPLICA_IDLE_S
 
 
 def parse_registry(raw: Mapping[bytes | str, bytes | str]) -> list[EncoderRecord]:

@@ -78,7 +78,12 @@ class SearchNode:
         if settings.qdrant_url:
             store = await open_store(settings.data_dir.resolve(), settings.qdrant_url)
             return cls(settings, bus, redis, recorder, store, None)
-        replica = Replica(settings.replica_dir, bus, settings.replica_apply_delay_ms / 1000)
+        replica = Replica(
+            settings.replica_dir,
+            bus,
+            settings.replica_idle_s,
+            settings.replica_apply_delay_ms / 1000,
+        )
         return cls(settings, bus, redis, recorder, replica, replica)
 
     @property
@@ -142,6 +147,7 @@ class SearchNode:
             searches=self._served,
             position=position.text() if position is not None else None,
             copies=replica.copies_taken if replica is not None else 0,
+            idle=replica.idle if replica is not None else False,
         )
         index = str(self._settings.api_index)
         await self._redis.hset(RedisKeys.searchers(), index, beat.to_redis())

@@ -14,6 +14,12 @@ BRAID_REPLICA_WAIT_S (a 503).
 A search waits until the replica holds the newest write a client was told succeeded
 (`caught_up`), so a search node never answers from an older state than a client saw.
 The replica is also the search node's StoreReader: each read goes to the copy in use.
+
+A replica no search has used for `idle_s` is idle: it drops the stream unread, since applying it
+is work nobody asks for (under a keyword bulk load with no searches, two replicas applying it were
+a quarter of the stack's CPU). The next search wakes it and waits for a fresh copy, which holds
+every write the idle time dropped (no copy where it dropped only markers of where it stands);
+Elasticsearch's search-idle shards stop refreshing the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ COPY_TIMEOUT_S = 600.0  # a copy of a large store is a few seconds of disk; be p
 # The writes kept for an optimized copy taken in the background, as they came (~20 KB a hybrid
 # document). Past this the copy is used only if it already holds them all, else taken again.
 KEPT_MAX_BYTES = 64 * 1024 * 1024
+MARKER_MAX_BYTES = 1024  # a tick, start or optimized message is ~100 bytes: read while idle
 
 
 @dataclass
@@ -62,10 +69,17 @@ class _Refresh:
 class Replica(ReadThrough):
     """A replica, and the StoreReader of a search node: its reads go to the copy held now."""
 
-    def __init__(self, root: Path, bus: Bus, apply_delay_s: float = 0.0) -> None:
+    def __init__(
+        self, root: Path, bus: Bus, idle_s: float, apply_delay_s: float = 0.0
+    ) -> None:
         self._root = root
         self._bus = bus
+        self._idle_s = idle_s
         self._delay_s = apply_delay_s  # fault injection: a replica that lags
+        self._searched_at = time.monotonic()
+        self._idle = False  # dropping the stream: no search for `idle_s`
+        self._behind = False  # it dropped a write (or an optimize) since it went idle
+        self._waking = False  # a search woke it: the copy in use may lack dropped writes
         self._store: EdgeStore | None = None
         self._position: Position | None = None  # what the store holds; None before the first copy
         self._inbox: asyncio.Queue[AbstractIncomingMessage | None] = asyncio.Queue()
@@ -85,6 +99,11 @@ class Replica(ReadThrough):
     @property
     def position(self) -> Position | None:
         return self._position
+
+    @property
+    def idle(self) -> bool:
+        """Whether it drops the stream (no search for `idle_s`) until the next search."""
+        return self._idle
 
     def _reader(self) -> EdgeStore:
         return self.store
@@ -107,17 +126,24 @@ class Replica(ReadThrough):
             await self._store.close()
 
     async def caught_up(self, visible: Position | None, timeout_s: float) -> bool:
-        """Wait (at most `timeout_s`) until the replica holds the write at `visible`."""
-        if self._holds(visible):  # nearly always: no lock, and no task for wait_for
+        """Wait (at most `timeout_s`) until the replica holds the write at `visible`, and,
+        if it was idle, a fresh copy."""
+        self._searched_at = time.monotonic()
+        if self._idle:
+            self._wake()
+        if self._current(visible):  # nearly always: no lock, and no task for wait_for
             return True
         try:
             async with self._applied:
                 await asyncio.wait_for(
-                    self._applied.wait_for(lambda: self._holds(visible)), timeout_s
+                    self._applied.wait_for(lambda: self._current(visible)), timeout_s
                 )
         except TimeoutError:
             return False
         return True
+
+    def _current(self, visible: Position | None) -> bool:
+        return not self._waking and self._holds(visible)
 
     def _holds(self, visible: Position | None) -> bool:
         if self._position is None:
@@ -131,15 +157,55 @@ class Replica(ReadThrough):
         self._stale = True
         self._inbox.put_nowait(None)  # wake the loop
 
+    def _wake(self) -> None:
+        self._idle = False
+        if not (self._behind or self._stale):
+            log.info("a search came: the replica applies the stream again (it missed no write)")
+            return
+        log.info("a search came: the replica copies the store and applies the stream again")
+        self._waking = True
+        self._stale = True
+        self._inbox.put_nowait(None)  # wake the loop
+
+    def _drop(self, body: bytes) -> None:
+        """While idle: note whether a message took the worker past the copy in use. One too long
+        to be a marker is a write, and is not read."""
+        if self._behind:
+            return
+        if len(body) > MARKER_MAX_BYTES:
+            self._behind = True
+            return
+        try:
+            written = Written.from_wire(body)
+        except UnreadableWrite:
+            return
+        held = self._position
+        moved = held is None or Position(written.epoch, written.seq) > held
+        self._behind = moved or written.op == "optimized"
+
+    def _idle_now(self) -> bool:
+        """Whether to stop applying the stream: no search for `idle_s`, no copy being taken."""
+        if self._refresh is not None or time.monotonic() - self._searched_at < self._idle_s:
+            return False
+        log.info("no search for %gs: the replica drops the stream until the next", self._idle_s)
+        self._idle = True
+        self._behind = False
+        return True
+
     async def _run(self) -> None:
         while True:
             message = await self._inbox.get()
-            refresh = self._refresh
-            if refresh is not None and (refresh.task.done() or self._stale):
-                await self._take_over(refresh)
-            if self._stale:
-                await self._copy()
+            if not self._idle:
+                refresh = self._refresh
+                if refresh is not None and (refresh.task.done() or self._stale):
+                    await self._take_over(refresh)
+                if self._stale:
+                    await self._copy()
             if message is None:
+                continue
+            if self._idle or self._idle_now():  # a search's wake copies whatever it dropped
+                self._drop(message.body)
+                await settle(message)
                 continue
             try:
                 written = Written.from_wire(message.body)
@@ -202,6 +268,9 @@ class Replica(ReadThrough):
         copy serves searches (without applying the stream: it missed something) meanwhile."""
         store, position = await self._take_copy(clears_stale=True)
         await self._install(store, position)
+        async with self._applied:  # taken after any wake: it holds what the idle time dropped
+            self._waking = False
+            self._applied.notify_all()
 
     async def _take_copy(self, clears_stale: bool) -> tuple[EdgeStore, Position]:
         """A copy of the worker's store and the position it holds, retrying until the worker

@@ -45,6 +45,9 @@ def stack() -> Iterator[Stack]:
         "BRAID_API_PROCESSES": str(SEARCHERS),
         "BRAID_REPLICA_APPLY_DELAY_MS": "150",
         "BRAID_OPTIMIZE_MIN_CHANGES": str(OPTIMIZE_AFTER),
+        # These tests watch the replicas apply the stream between searches; idle replicas,
+        # which drop it until the next search, have a module of their own (test_idle_replicas).
+        "BRAID_REPLICA_IDLE_S": "3600",
     }
     with Stack(env) as running:
         yield running

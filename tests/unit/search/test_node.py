@@ -130,6 +130,7 @@ class LoadingReplica:
     def __init__(self, copied: Position, log: list[str]) -> None:
         self.position: Position | None = None
         self.copies_taken = 0
+        self.idle = False
         self.copied = copied
         self.entered = asyncio.Event()  # the node began loading
         self.release = asyncio.Event()  # the copy is in
@@ -353,7 +354,10 @@ async def test_its_beat_says_searches_answered_the_replicas_position_and_copies(
         await built.bus.handler(SearchRequest(collection="books", query=QUERY))
         loaded = await built.redis.next_beat()
         assert (loaded["searches"], loaded["position"], loaded["copies"]) == (2, "1:5", 1)
-        assert loaded["ts"] >= loading["ts"]
+        assert loaded["ts"] >= loading["ts"] and not loaded["idle"]
+        assert built.replica is not None
+        built.replica.idle = True  # no search for BRAID_REPLICA_IDLE_S: it drops the stream
+        assert (await built.redis.next_beat())["idle"]
     finally:
         await node.close()
 

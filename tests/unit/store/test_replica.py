@@ -27,6 +27,7 @@ from store.replication.wire import Written
 
 COLLECTION = "books"
 EPOCH = 7
+SEARCHED = 3600.0  # idle_s of a replica that never goes idle in a test
 
 
 @dataclass
@@ -87,6 +88,9 @@ class WorkerBus:
     async def optimized(self) -> None:
         await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="optimized"))
 
+    async def tick(self) -> None:
+        await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="tick"))
+
     async def send(self, written: Written) -> None:
         """Broadcast: nobody listening yet, nobody gets it (a fanout exchange's way)."""
         if self._deliver is not None:
@@ -103,8 +107,8 @@ async def worker(tmp_path: Path) -> AsyncIterator[WorkerBus]:
     await store.close()
 
 
-async def started_replica(worker: WorkerBus, root: Path) -> Replica:
-    replica = Replica(root, cast(Bus, worker))
+async def started_replica(worker: WorkerBus, root: Path, idle_s: float = SEARCHED) -> Replica:
+    replica = Replica(root, cast(Bus, worker), idle_s)
     await replica.start()
     assert replica.position == worker.position
     return replica
@@ -181,7 +185,7 @@ async def test_a_copy_that_lacks_writes_too_many_to_keep_is_taken_again(
 async def test_a_replica_reads_from_the_copy_it_holds_now(
     worker: WorkerBus, tmp_path: Path
 ) -> None:
-    replica = Replica(tmp_path / "replica", cast(Bus, worker))
+    replica = Replica(tmp_path / "replica", cast(Bus, worker), SEARCHED)
     with pytest.raises(RuntimeError):  # a search node serves nothing before its first copy
         await replica.count(COLLECTION)
     await replica.start()
@@ -194,5 +198,49 @@ async def test_a_replica_reads_from_the_copy_it_holds_now(
         got = await replica.retrieve(COLLECTION, ["first", "second"])  # the new copy's
         assert sorted(got) == ["first", "second"]
         assert await replica.count(COLLECTION) == await replica.store.count(COLLECTION) == 2
+    finally:
+        await replica.close()
+
+
+async def test_an_idle_replica_drops_the_stream_and_a_search_waits_for_every_write(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    # idle_s 0: no search since the start is already too long, so it drops what comes next.
+    replica = await started_replica(worker, tmp_path / "replica", idle_s=0.0)
+    try:
+        marked = replica.position  # async writes follow: the marks stay where they were
+        await worker.upsert("second")
+        await wait_for(lambda: replica.idle)
+        await worker.upsert("third")
+        assert await replica.caught_up(marked, timeout_s=5.0)
+        # The search went on only once a fresh copy held what the idle replica dropped.
+        assert replica.copies_taken == 2 and worker.copies_asked == 2
+        got = await replica.retrieve(COLLECTION, ["first", "second", "third"])
+        assert sorted(got) == ["first", "second", "third"]
+    finally:
+        await replica.close()
+
+
+async def test_an_idle_replica_that_missed_no_write_wakes_without_a_copy(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = await started_replica(worker, tmp_path / "replica", idle_s=0.0)
+    try:
+        await worker.tick()  # the worker's heartbeat: no write since the copy
+        await wait_for(lambda: replica.idle)
+        await worker.tick()
+        assert await replica.caught_up(worker.position, timeout_s=5.0)
+        assert not replica.idle and replica.copies_taken == 1 and worker.copies_asked == 1
+    finally:
+        await replica.close()
+
+
+async def test_a_searched_replica_applies_the_stream(worker: WorkerBus, tmp_path: Path) -> None:
+    replica = await started_replica(worker, tmp_path / "replica")
+    try:
+        for doc_id in ("second", "third"):
+            assert await replica.caught_up(await worker.upsert(doc_id), timeout_s=5.0)
+        assert not replica.idle and replica.copies_taken == 1
+        assert await replica.store.count(COLLECTION) == 3
     finally:
         await replica.close()

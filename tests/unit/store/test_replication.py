@@ -60,7 +60,7 @@ def test_a_created_collection_crosses_the_wire_with_its_schema() -> None:
 
 
 def _replica_at(position: Position | None) -> Replica:
-    replica = Replica(Path("/nonexistent"), cast(Bus, None))
+    replica = Replica(Path("/nonexistent"), cast(Bus, None), idle_s=3600.0)
     replica._position = position  # what a copy or the applied writes would have set
     return replica
 
