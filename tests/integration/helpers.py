@@ -10,12 +10,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
+import redis
 
 from core.bus import Bus
 from core.enums import OpType
+from core.heartbeats import SearchNodeBeat, parse_search_nodes
 from core.ledger import Ledger, QueuedWrite, new_queue_id
 from core.messages import DocumentMessage, DocumentWrite
-from core.names import DOCUMENTS_QUEUE
+from core.names import DOCUMENTS_QUEUE, RedisKeys
 from core.redis_client import connect_redis
 from core.schemas.document import Document
 
@@ -39,6 +41,12 @@ def wait_until(check: Callable[[], T], timeout: float = 60.0, interval: float = 
         time.sleep(interval)
         last = check()
     return last
+
+
+def search_nodes(board: redis.Redis) -> dict[str, SearchNodeBeat]:
+    """The search nodes' heartbeat records by api index (pid, searches answered, the replica's
+    position, copies and whether it is idle)."""
+    return parse_search_nodes(board.hgetall(RedisKeys.searchers()))
 
 
 def keyword_collection(fields: list[str] | None = None) -> dict[str, Any]:

@@ -15,10 +15,16 @@ import httpx
 import pytest
 import redis
 
-from core.heartbeats import SearchNodeBeat, parse_search_nodes
-from core.names import RedisKeys
+from core.heartbeats import SearchNodeBeat
 from harness.stack import Stack
-from tests.integration.helpers import create, doc, doc_count, keyword_collection, wait_until
+from tests.integration.helpers import (
+    create,
+    doc,
+    doc_count,
+    keyword_collection,
+    search_nodes,
+    wait_until,
+)
 
 SEARCHERS = 2
 IDLE_S = 1
@@ -45,12 +51,8 @@ def board(stack: Stack) -> Iterator[redis.Redis]:
     connection.close()
 
 
-def searchers(board: redis.Redis) -> dict[str, SearchNodeBeat]:
-    return parse_search_nodes(board.hgetall(RedisKeys.searchers()))
-
-
 def all_idle(board: redis.Redis) -> dict[str, SearchNodeBeat] | None:
-    beats = searchers(board)
+    beats = search_nodes(board)
     if len(beats) == SEARCHERS and all(b.idle and b.position for b in beats.values()):
         return beats
     return None
@@ -91,7 +93,7 @@ def test_idle_replicas_drop_the_stream_and_a_search_finds_every_indexed_write(
         # Each search, whichever node it lands on, waits for that node's fresh copy and finds
         # a document the stream brought while the node was idle.
         assert top_hit_anew(client, "jars", "jar499") == "o499"
-        beats = searchers(board)
+        beats = search_nodes(board)
         return all(beats[i].copies > idle[i].copies for i in idle)
 
     wait_until(every_node_searched_and_current, LOADED_S)

@@ -10,8 +10,6 @@ from pathlib import Path
 import httpx
 import redis
 
-from core.heartbeats import parse_search_nodes
-from core.names import RedisKeys
 from harness.stack import Stack, StackFactory
 from tests.integration.helpers import (
     create,
@@ -21,6 +19,7 @@ from tests.integration.helpers import (
     keyword_collection,
     metric_total,
     search_ids,
+    search_nodes,
     wait_until,
 )
 
@@ -152,7 +151,7 @@ def _rss_kib(pid: int) -> int:
 def _replicas_loaded(stack: Stack) -> bool:
     """Whether every api process's search node holds its replica (a copy of the store)."""
     with redis.Redis.from_url(stack.redis_url) as board:
-        nodes = parse_search_nodes(board.hgetall(RedisKeys.searchers()))
+        nodes = search_nodes(board)
     return len(nodes) >= 2 and all(node.position for node in nodes.values())
 
 

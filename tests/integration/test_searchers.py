@@ -19,8 +19,6 @@ import httpx
 import pytest
 import redis
 
-from core.heartbeats import SearchNodeBeat, parse_search_nodes
-from core.names import RedisKeys
 from harness.stack import Stack
 from store.edge.shard import SPARSE_MERGE_FROM
 from tests.integration.helpers import (
@@ -30,6 +28,7 @@ from tests.integration.helpers import (
     keyword_collection,
     queue_total,
     search_ids,
+    search_nodes,
     wait_until,
 )
 
@@ -66,17 +65,13 @@ def board(stack: Stack) -> Iterator[redis.Redis]:
     connection.close()
 
 
-def searchers(board: redis.Redis) -> dict[str, SearchNodeBeat]:
-    return parse_search_nodes(board.hgetall(RedisKeys.searchers()))
-
-
 def loaded(board: redis.Redis) -> set[str]:
     """The api processes whose search node holds a replica (the others send searches on)."""
-    return {index for index, state in searchers(board).items() if state.position}
+    return {index for index, state in search_nodes(board).items() if state.position}
 
 
 def served(board: redis.Redis) -> dict[str, int]:
-    return {index: state.searches for index, state in searchers(board).items()}
+    return {index: state.searches for index, state in search_nodes(board).items()}
 
 
 def sync_version(client: httpx.Client, name: str, doc_id: str, version: int) -> None:
@@ -231,7 +226,7 @@ def test_a_search_process_killed_under_load_loses_only_searches_in_flight(
         old = stack.kill9("api:api-1")
         new = stack.wait_restarted("api:api-1", old, timeout=RESTART_S)
         # The new api-1 has its copy (it sent its searches on until then).
-        wait_until(lambda: searchers(board)["1"].pid == new and "1" in loaded(board), RESTART_S)
+        wait_until(lambda: search_nodes(board)["1"].pid == new and "1" in loaded(board), RESTART_S)
         sync_version(client, "crash", "k", 2)  # written while the new api-1 serves
         seen = len(load.codes)
         wait_until(lambda: len(load.codes) >= seen + 50)
@@ -253,10 +248,10 @@ def test_a_worker_restart_makes_every_replica_copy_the_store_again(
 ) -> None:
     create(client, "again", keyword_collection())
     sync_version(client, "again", "w", 1)
-    copies = {index: state.copies for index, state in searchers(board).items()}
+    copies = {index: state.copies for index, state in search_nodes(board).items()}
     old = stack.kill9("worker")
     stack.wait_restarted("worker", old, timeout=RESTART_S)
-    wait_until(lambda: all(searchers(board)[i].copies > copies[i] for i in copies), RESTART_S)
+    wait_until(lambda: all(search_nodes(board)[i].copies > copies[i] for i in copies), RESTART_S)
     sync_version(client, "again", "w", 2)
     for _ in range(8):
         assert found_version(client, "again", "w") == "lemon tart version2"
@@ -266,7 +261,7 @@ def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_thei
     client: httpx.Client, board: redis.Redis
 ) -> None:
     create(client, "optimized", keyword_collection())
-    copies = {index: state.copies for index, state in searchers(board).items()}
+    copies = {index: state.copies for index, state in search_nodes(board).items()}
     # A keyword shard is optimized when it has doubled, from SPARSE_MERGE_FROM × OPTIMIZE_AFTER.
     written = SPARSE_MERGE_FROM * OPTIMIZE_AFTER + 100
     documents = [doc(f"o{i}", f"fig chutney jar{i}") for i in range(written)]
@@ -277,6 +272,6 @@ def test_replicas_copy_the_shard_the_worker_optimized_instead_of_optimizing_thei
         )
         assert response.status_code == 200, response.text
     wait_until(lambda: doc_count(client, "optimized") == len(documents))
-    wait_until(lambda: all(searchers(board)[i].copies > copies[i] for i in copies), RESTART_S)
+    wait_until(lambda: all(search_nodes(board)[i].copies > copies[i] for i in copies), RESTART_S)
     for _ in range(4):  # whichever searcher answers holds every document
         assert search_ids(client, "optimized", "jar250")[:1] == ["o250"]
