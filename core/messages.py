@@ -142,6 +142,7 @@ class CopyStore(BaseModel):
     op: Literal["copy_store"] = "copy_store"
     target: str  # an empty folder the worker writes the collections into
     collections: list[str] | None = None  # None: every collection
+    held: tuple[int, int] | None = None  # the position the asker holds: no copy if the newest
 
 
 WorkerRequest = Annotated[
@@ -190,10 +191,12 @@ class SystemInfoReply(BaseModel):
 
 
 class StoreCopied(BaseModel):
-    """The replication position the copy holds every write up to (none after)."""
+    """The replication position the copy holds every write up to (none after); `copied` False:
+    the asker held that position already, and nothing was copied."""
 
     epoch: int
     seq: int
+    copied: bool = True
 
 
 class SearchRequest(BaseModel):

@@ -41,7 +41,7 @@ from store.backends import open_store
 from store.edge.store import EdgeStore
 from store.protocol import Store
 from store.replication.marks import Marks
-from store.replication.replicator import Replicator
+from store.replication.replicator import Position, Replicator
 from store.vectorizer import Vectorizer
 from worker.admin import Admin, store_ok
 from worker.browsing import Browser
@@ -180,8 +180,11 @@ class WorkerService:
         if isinstance(request, CopyStore):
             if self._replicator is None:
                 raise InvalidInput("the store is a Qdrant server: search nodes need no copy")
-            position = await self._replicator.copy(Path(request.target), request.collections)
-            return StoreCopied(epoch=position.epoch, seq=position.seq)
+            held = Position(*request.held) if request.held else None
+            position, copied = await self._replicator.copy(
+                Path(request.target), request.collections, held
+            )
+            return StoreCopied(epoch=position.epoch, seq=position.seq, copied=copied)
         try:
             result = await self._admin.handle(call)
         finally:  # a create or drop that failed part way may have changed the catalog too

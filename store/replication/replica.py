@@ -17,9 +17,10 @@ The replica is also the search node's StoreReader: each read goes to the copy in
 
 A replica no search has used for `idle_s` is idle: it drops the stream unread, since applying it
 is work nobody asks for (under a keyword bulk load with no searches, two replicas applying it were
-a quarter of the stack's CPU). The next search wakes it and waits for a fresh copy, which holds
-every write the idle time dropped (no copy where it dropped only markers of where it stands);
-Elasticsearch's search-idle shards stop refreshing the same way.
+a quarter of the stack's CPU); when every replica is, the worker stops broadcasting writes
+(replicator.py). The next search wakes it and waits for a fresh copy, which holds every write the
+idle time dropped; it asks with the position it holds, so where no write came there is nothing to
+copy. Elasticsearch's search-idle shards stop refreshing the same way.
 """
 
 from __future__ import annotations
@@ -69,16 +70,14 @@ class _Refresh:
 class Replica(ReadThrough):
     """A replica, and the StoreReader of a search node: its reads go to the copy held now."""
 
-    def __init__(
-        self, root: Path, bus: Bus, idle_s: float, apply_delay_s: float = 0.0
-    ) -> None:
+    def __init__(self, root: Path, bus: Bus, idle_s: float, apply_delay_s: float = 0.0) -> None:
         self._root = root
         self._bus = bus
         self._idle_s = idle_s
         self._delay_s = apply_delay_s  # fault injection: a replica that lags
         self._searched_at = time.monotonic()
         self._idle = False  # dropping the stream: no search for `idle_s`
-        self._behind = False  # it dropped a write (or an optimize) since it went idle
+        self._unoptimized = False  # the worker optimized a shard since the copy in use was taken
         self._waking = False  # a search woke it: the copy in use may lack dropped writes
         self._store: EdgeStore | None = None
         self._position: Position | None = None  # what the store holds; None before the first copy
@@ -158,30 +157,24 @@ class Replica(ReadThrough):
         self._inbox.put_nowait(None)  # wake the loop
 
     def _wake(self) -> None:
+        """A search came: ask the worker for what the idle time dropped (`_copy`), and for the
+        stream again."""
+        log.info("a search came: the replica asks for what it missed while idle")
         self._idle = False
-        if not (self._behind or self._stale):
-            log.info("a search came: the replica applies the stream again (it missed no write)")
-            return
-        log.info("a search came: the replica copies the store and applies the stream again")
         self._waking = True
         self._stale = True
         self._inbox.put_nowait(None)  # wake the loop
 
     def _drop(self, body: bytes) -> None:
-        """While idle: note whether a message took the worker past the copy in use. One too long
-        to be a marker is a write, and is not read."""
-        if self._behind:
-            return
-        if len(body) > MARKER_MAX_BYTES:
-            self._behind = True
+        """While idle: note an optimize, whose copy the wake must take even where no write came.
+        A message too long to be a marker is a write, and is not read."""
+        if self._unoptimized or len(body) > MARKER_MAX_BYTES:
             return
         try:
             written = Written.from_wire(body)
         except UnreadableWrite:
             return
-        held = self._position
-        moved = held is None or Position(written.epoch, written.seq) > held
-        self._behind = moved or written.op == "optimized"
+        self._unoptimized = written.op == "optimized"
 
     def _idle_now(self) -> bool:
         """Whether to stop applying the stream: no search for `idle_s`, no copy being taken."""
@@ -189,7 +182,6 @@ class Replica(ReadThrough):
             return False
         log.info("no search for %gs: the replica drops the stream until the next", self._idle_s)
         self._idle = True
-        self._behind = False
         return True
 
     async def _run(self) -> None:
@@ -264,17 +256,30 @@ class Replica(ReadThrough):
             await store.delete(name, written.doc_ids)
 
     async def _copy(self) -> None:
-        """Load a fresh copy of the worker's store, retrying until the worker answers; the old
-        copy serves searches (without applying the stream: it missed something) meanwhile."""
-        store, position = await self._take_copy(clears_stale=True)
-        await self._install(store, position)
-        async with self._applied:  # taken after any wake: it holds what the idle time dropped
+        """Load a fresh copy of the worker's store, retrying until the worker answers (none if
+        the copy in use holds its newest write); the old copy serves searches (without applying
+        the stream: it missed something) meanwhile."""
+        held = None if self._unoptimized else self._position
+        self._unoptimized = False
+        store, position = await self._ask_copy(clears_stale=True, held=held)
+        if store is not None:
+            await self._install(store, position)
+        async with self._applied:  # asked after any wake: it holds what the idle time dropped
             self._waking = False
             self._applied.notify_all()
 
     async def _take_copy(self, clears_stale: bool) -> tuple[EdgeStore, Position]:
         """A copy of the worker's store and the position it holds, retrying until the worker
         answers. `clears_stale`: the copy covers whatever was missed before it was asked for."""
+        store, position = await self._ask_copy(clears_stale, held=None)
+        assert store is not None  # the worker copies for an asker that holds nothing
+        return store, position
+
+    async def _ask_copy(
+        self, clears_stale: bool, held: Position | None
+    ) -> tuple[EdgeStore | None, Position]:
+        """`_take_copy`, where a replica that `held` the worker's newest write gets no copy:
+        (None, that position)."""
         for attempt in itertools.count():
             if clears_stale:
                 self._stale = False
@@ -283,10 +288,13 @@ class Replica(ReadThrough):
             try:
                 copied = await self._bus.call(
                     WORKER_RPC_QUEUE,
-                    WorkerCall(request=CopyStore(target=str(target))),
+                    WorkerCall(request=CopyStore(target=str(target), held=held)),
                     StoreCopied,
                     COPY_TIMEOUT_S,
                 )
+                if not copied.copied:
+                    log.info("replica at %d:%d holds the newest write", copied.epoch, copied.seq)
+                    return None, Position(copied.epoch, copied.seq)
                 store = await EdgeStore.open(target, replica=True)
             except Exception as exc:  # the worker or the broker is not there yet
                 shutil.rmtree(target, ignore_errors=True)
@@ -345,7 +353,7 @@ class Replica(ReadThrough):
         if refresh.overflowed and copied < held:
             log.info("too many writes after the optimized copy at %s to keep", copied.text())
             await self._close_copy(store)
-            self._stale = True
+            self._stale = self._unoptimized = True
             return
         kept = [Written.from_wire(body) for body in refresh.kept]
         later = [w for w in kept if Position(w.epoch, w.seq) > copied]
@@ -355,7 +363,7 @@ class Replica(ReadThrough):
         except Exception:  # the copy disagrees with a write: start again from a full copy
             log.exception("the optimized copy at %s refused a later write", copied.text())
             await self._close_copy(store)
-            self._stale = True
+            self._stale = self._unoptimized = True
             return
         await self._install(store, max(copied, held))
         log.info("the optimized copy at %s took over (+%d writes)", copied.text(), len(later))

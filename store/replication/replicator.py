@@ -9,6 +9,13 @@ at every worker start, since a write applied just before a crash may never have 
 learns it within seconds even when no write follows. `mark_visible` records the position of the
 newest write a client was told succeeded in the host's marks (marks.py): a search node answers
 a search only once its replica holds it (read-your-writes across processes).
+
+When every search node's heartbeat says its replica is idle (no search for BRAID_REPLICA_IDLE_S:
+it drops the stream unread), the writes go out to nobody: the replicator is quiet, taking each
+write's `seq` without broadcasting it; markers still go out. A replica that wakes asks for a copy
+first, with the position it holds, which ends the quiet before anything more is written; where
+it holds the newest write there is nothing to copy. A replica the worker wrongly thought idle
+sees the gap at the next message or tick and copies again, as after any missed write.
 """
 
 from __future__ import annotations
@@ -16,14 +23,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from core.bus import Bus
+from core.heartbeats import SEARCH_NODE_BEAT_S, SearchNodeBeat, parse_search_nodes
 from core.names import REPLICATION_EXCHANGE, RedisKeys
 from store.edge.store import EdgeStore
 from store.protocol import (
@@ -42,6 +52,9 @@ log = logging.getLogger(__name__)
 # of at most this many points keeps each pause short (~10 ms of seed documents), whatever the
 # worker's batch (core/settings.py: 256).
 REPLICATION_CHUNK = 64
+# A search node's beat older than this is of a node gone or stalled: it does not keep the stream
+# going (one that is alive copies again at its next message or tick, seeing the gap).
+BEAT_FRESH_S = 3 * SEARCH_NODE_BEAT_S
 
 
 class Position(NamedTuple):
@@ -65,6 +78,9 @@ class Replicator(ReadThrough, StoreWriter):
         self._lock = asyncio.Lock()  # one write at a time, so seq order is apply order
         self._position = Position(0, 0)
         self._marked = Position(0, 0)
+        self._quiet = False  # every replica is idle: writes are not broadcast
+        self._copies = 0  # copies asked for, by search nodes starting or waking
+        self._copied_at = 0.0  # wall-clock time of the last (as beats are stamped)
         store.on_optimized = self._optimized
 
     async def start(self) -> None:
@@ -76,8 +92,25 @@ class Replicator(ReadThrough, StoreWriter):
         log.info("replication epoch %d", epoch)
 
     async def tick(self) -> None:
+        """The position, for replicas that may have missed a write; and whether to be quiet."""
+        copies = self._copies
+        try:
+            beats = parse_search_nodes(await self._redis.hgetall(RedisKeys.searchers()))
+        except RedisError:
+            beats = None
         async with self._lock:
+            quiet = beats is not None and copies == self._copies
+            self._be_quiet(quiet and all_idle(beats.values() if beats else [], self._copied_at))
             await self._send("tick", advance=False)
+
+    def _be_quiet(self, quiet: bool) -> None:
+        if quiet != self._quiet:
+            log.info(
+                "every search node is idle: writes go out to none"
+                if quiet
+                else "a search node asked for a copy: writes go out again"
+            )
+        self._quiet = quiet
 
     async def _optimized(self, name: str) -> None:
         """A shard was optimized: the replicas copy it rather than optimize their own (one HNSW
@@ -91,11 +124,20 @@ class Replicator(ReadThrough, StoreWriter):
             self._marks.mark_visible(*self._position)
             self._marked = self._position
 
-    async def copy(self, target: Path, collections: list[str] | None) -> Position:
-        """Copy the shards into `target`, no write running meanwhile; the position they hold."""
+    async def copy(
+        self, target: Path, collections: list[str] | None, held: Position | None = None
+    ) -> tuple[Position, bool]:
+        """Copy the shards into `target`, no write running meanwhile: the position they hold,
+        and True. A replica that `held` the newest write gets no copy: (that position, False).
+        Either way the stream goes out again from here on."""
         async with self._lock:
+            self._be_quiet(False)
+            self._copies += 1
+            self._copied_at = time.time()
+            if held == self._position:
+                return self._position, False
             await self._store.copy_to(target, collections)
-            return self._position
+            return self._position, True
 
     # --- writes: applied, then broadcast ---
 
@@ -152,6 +194,8 @@ class Replicator(ReadThrough, StoreWriter):
         replicas see the gap in `seq` at the next message, or the next tick, and copy again."""
         if advance:
             self._position = Position(self._position.epoch, self._position.seq + 1)
+            if self._quiet:  # every replica drops writes unread: a copy brings them
+                return
         epoch, seq = self._position
         message = Written(epoch=epoch, seq=seq, op=op, **fields)
         try:
@@ -169,3 +213,10 @@ class Replicator(ReadThrough, StoreWriter):
 
     async def close(self) -> None:
         await self._store.close()
+
+
+def all_idle(beats: Iterable[SearchNodeBeat], copied_at: float) -> bool:
+    """Whether every search node beating now said, after the last copy, that it is idle."""
+    now = time.time()
+    fresh = [beat for beat in beats if now - beat.ts < BEAT_FRESH_S]
+    return all(beat.idle and beat.ts > copied_at for beat in fresh)

@@ -254,15 +254,15 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
     try:
         await edge.create_collection(COLLECTION, SCHEMA)
         await replicator.upsert(COLLECTION, [point("a", v=1)])
-        assert await replicator.copy(tmp_path / "first", None) == Position(0, 1)
+        assert await replicator.copy(tmp_path / "first", None) == (Position(0, 1), True)
         with pytest.raises(CollectionMissing):  # nothing written: no gap
             await replicator.upsert("nope", [point("a")])
-        assert await replicator.copy(tmp_path / "second", None) == Position(0, 1)
+        assert await replicator.copy(tmp_path / "second", None) == (Position(0, 1), True)
         with pytest.raises(StoreError):
             await replicator.overwrite_payloads(COLLECTION, {"a": {"v": 2}, "ghost": {"v": 2}})
         assert (await edge.retrieve(COLLECTION, ["a"]))["a"].payload == {"v": 2}
         await replicator.delete(COLLECTION, ["a"])  # the next write: its number shows the gap
-        assert await replicator.copy(tmp_path / "third", None) == Position(0, 3)
+        assert await replicator.copy(tmp_path / "third", None) == (Position(0, 3), True)
     finally:
         marks.close()
         await edge.close()

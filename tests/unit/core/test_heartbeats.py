@@ -36,7 +36,7 @@ def test_a_record_comes_back_from_redis_as_it_was_written(record: BeatRecord) ->
     [
         (ENCODER, {"index", "role", "models", "pid", "last_seen"}),
         (WORKER, {"ts", "store", "broker"}),
-        (SEARCH_NODE, {"ts", "pid", "searches", "position", "copies"}),
+        (SEARCH_NODE, {"ts", "pid", "searches", "position", "copies", "idle"}),
     ],
     ids=["encoder", "worker", "search node"],
 )
@@ -48,6 +48,12 @@ def test_the_wire_form_is_a_json_object_with_the_fields_readers_knew(
 
 def test_the_encoder_role_goes_out_as_its_value() -> None:
     assert json.loads(ENCODER.to_redis())["role"] == EncoderRole.MODEL_HOLDER.value
+
+
+def test_a_search_node_beat_written_before_idle_was_known_reads_as_applying() -> None:
+    older = {"ts": NOW, "pid": 1, "searches": 0, "position": "1:1", "copies": 1}
+    beat = SearchNodeBeat.from_redis(json.dumps(older))
+    assert beat is not None and not beat.idle  # the worker keeps broadcasting to it
 
 
 def test_a_search_node_without_a_copy_writes_a_null_position() -> None:

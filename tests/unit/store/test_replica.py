@@ -43,8 +43,8 @@ class Delivery:
 
 class WorkerBus:
     """The worker behind the bus: it writes its store and broadcasts each write; it copies its
-    store when asked, between two writes (as the Replicator does, under one lock), and answers
-    the copy once `answer_copies` is set."""
+    store when asked, between two writes (as the Replicator does, under one lock), unless the
+    asker holds its newest write, and answers the copy once `answer_copies` is set."""
 
     def __init__(self, store: EdgeStore) -> None:
         self.store = store
@@ -68,10 +68,12 @@ class WorkerBus:
         target = Path(call.request.target)
         self.copies_asked += 1
         async with self._lock:
-            await self.store.copy_to(target)
             taken = self.position
+            copied = call.request.held != taken
+            if copied:
+                await self.store.copy_to(target)
         await self.answer_copies.wait()  # the copy's transfer and load take their time
-        return StoreCopied(epoch=taken.epoch, seq=taken.seq)
+        return StoreCopied(epoch=taken.epoch, seq=taken.seq, copied=copied)
 
     async def upsert(self, doc_id: str) -> Position:
         point = PointWrite(doc_id, {"name": doc_id}, {"kw": SparseVector(indices=[1], values=[1])})
@@ -88,13 +90,15 @@ class WorkerBus:
     async def optimized(self) -> None:
         await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="optimized"))
 
-    async def tick(self) -> None:
-        await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="tick"))
+    async def tick(self) -> Delivery:
+        return await self.send(Written(epoch=EPOCH, seq=self.position.seq, op="tick"))
 
-    async def send(self, written: Written) -> None:
+    async def send(self, written: Written) -> Delivery:
         """Broadcast: nobody listening yet, nobody gets it (a fanout exchange's way)."""
+        delivery = Delivery(written.to_wire())
         if self._deliver is not None:
-            await self._deliver(Delivery(written.to_wire()))
+            await self._deliver(delivery)
+        return delivery
 
 
 @pytest.fixture
@@ -230,7 +234,8 @@ async def test_an_idle_replica_that_missed_no_write_wakes_without_a_copy(
         await wait_for(lambda: replica.idle)
         await worker.tick()
         assert await replica.caught_up(worker.position, timeout_s=5.0)
-        assert not replica.idle and replica.copies_taken == 1 and worker.copies_asked == 1
+        # It asked the worker, with the position it holds, and got no copy.
+        assert replica.copies_taken == 1 and worker.copies_asked == 2
     finally:
         await replica.close()
 
@@ -242,5 +247,21 @@ async def test_a_searched_replica_applies_the_stream(worker: WorkerBus, tmp_path
             assert await replica.caught_up(await worker.upsert(doc_id), timeout_s=5.0)
         assert not replica.idle and replica.copies_taken == 1
         assert await replica.store.count(COLLECTION) == 3
+    finally:
+        await replica.close()
+
+
+async def test_an_idle_replica_takes_the_shard_optimized_while_it_was_idle(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    replica = await started_replica(worker, tmp_path / "replica", idle_s=0.0)
+    try:
+        await worker.tick()
+        await wait_for(lambda: replica.idle)
+        await worker.optimized()  # no write, but the worker's shard is now the better one
+        last = await worker.tick()
+        await wait_for(lambda: last.acked)  # dropped, like the optimize before it
+        assert await replica.caught_up(worker.position, timeout_s=5.0)
+        assert replica.copies_taken == 2
     finally:
         await replica.close()

@@ -3,6 +3,7 @@ replica holds a write a client was told about."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import cast
@@ -12,12 +13,14 @@ from redis.asyncio import Redis
 
 from core.bus import Bus
 from core.enums import DenseDistance
+from core.heartbeats import SearchNodeBeat
+from core.names import RedisKeys
 from core.vectors import SparseVector
 from store.edge.store import EdgeStore
 from store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot
 from store.replication.marks import Marks
 from store.replication.replica import Replica
-from store.replication.replicator import REPLICATION_CHUNK, Position, Replicator
+from store.replication.replicator import REPLICATION_CHUNK, Position, Replicator, all_idle
 from store.replication.wire import UnreadableWrite, Written
 
 
@@ -123,3 +126,68 @@ async def test_a_large_upsert_is_one_store_write_broadcast_in_chunks_in_order(
     assert [len(m.points) for m in upserts] == [REPLICATION_CHUNK, REPLICATION_CHUNK, 5]
     assert [m.seq for m in upserts] == [bus.sent[0].seq + 1 + i for i in range(3)]
     assert [p for m in upserts for p in m.points] == points
+
+
+def _beat(ts: float, idle: bool) -> SearchNodeBeat:
+    return SearchNodeBeat(ts=ts, pid=1, searches=0, position="1:1", copies=1, idle=idle)
+
+
+@pytest.mark.parametrize(
+    ("beats", "quiet"),
+    [
+        ([], True),  # no search node beating: nobody to broadcast to
+        ([(5.0, True), (5.0, True)], True),
+        ([(5.0, True), (5.0, False)], False),  # one replica applies the stream
+        ([(5.0, True), (0.5, True)], False),  # one said so before the last copy: it may be awake
+        ([(5.0, True), (-60.0, False)], True),  # a beat a minute old: that node is gone
+    ],
+)
+def test_the_writes_go_out_unless_every_search_node_said_after_the_last_copy_it_is_idle(
+    beats: list[tuple[float, bool]], quiet: bool
+) -> None:
+    now = time.time()
+    nodes = [_beat(now - 5.0 + at, idle) for at, idle in beats]
+    assert all_idle(nodes, copied_at=now - 4.0) is quiet
+
+
+class Beats:
+    """The search nodes' beats as the replicator reads them (Redis's hash, held here)."""
+
+    def __init__(self) -> None:
+        self.hash: dict[str, str] = {}
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        assert key == RedisKeys.searchers()
+        return self.hash
+
+
+async def test_writes_go_out_to_nobody_while_every_replica_is_idle_and_again_from_a_copy(
+    tmp_path: Path,
+) -> None:
+    store = await EdgeStore.open(tmp_path / "store")
+    bus, beats = Broadcasts(), Beats()
+    replicator = Replicator(store, cast(Bus, bus), cast(Redis, beats), cast(Marks, None))
+    kw = CollectionSchema(sparse=[SparseSlot("kw", True)])
+    try:
+        await replicator.create_collection("c", kw)
+        held, _ = await replicator.copy(tmp_path / "replica", None)
+        beats.hash["1"] = _beat(time.time() + 1, idle=True).to_redis()
+        await replicator.tick()  # every replica is idle
+        point = PointWrite("a", {}, {"kw": SparseVector(indices=[1], values=[1.0])})
+        await replicator.upsert("c", [point])
+        await replicator.tick()
+        assert [m.op for m in bus.sent] == ["create", "tick", "tick"]
+        assert bus.sent[-1].seq == held.seq + 1  # the write took its number
+        # A replica that wakes asks first: it lacks the write, so it gets a copy; and a write
+        # after it goes out again.
+        position, copied = await replicator.copy(tmp_path / "woken", None, held)
+        assert (position, copied) == (Position(held.epoch, held.seq + 1), True)
+        await replicator.upsert("c", [point])
+        assert [(m.op, m.seq) for m in bus.sent[-1:]] == [("upsert", held.seq + 2)]
+        # One that holds the newest write gets no copy.
+        _, copied = await replicator.copy(
+            tmp_path / "current", None, Position(held.epoch, held.seq + 2)
+        )
+        assert not copied and not (tmp_path / "current").exists()
+    finally:
+        await store.close()
