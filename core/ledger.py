@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from core.enums import DocumentStatus, OpType
 from core.names import RedisKeys
@@ -275,17 +276,20 @@ class Ledger:
         raws = await self._redis.hmget(RedisKeys.tombstones(collection), doc_ids)
         return {d: int(r) for d, r in zip(doc_ids, raws, strict=True) if r is not None}
 
-    async def record_indexed(
-        self, collection: str, stored: dict[str, datetime], deleted: list[str]
+    def pipeline(self) -> Pipeline:
+        """One round trip for a caller's records (`record_indexed` and the like)."""
+        return self._redis.pipeline(transaction=False)
+
+    @staticmethod
+    def record_indexed(
+        pipe: Pipeline, collection: str, stored: dict[str, datetime], deleted: list[str]
     ) -> None:
-        """Remember which version of each document the store now holds."""
-        pipe = self._redis.pipeline(transaction=False)
+        """Remember which version of each document the store now holds, in `pipe`."""
         key = RedisKeys.indexed(collection)
         if stored:
             pipe.hset(key, mapping={d: ts.isoformat() for d, ts in stored.items()})
         if deleted:
             pipe.hdel(key, *deleted)
-        await pipe.execute()
 
     async def indexed_at(self, collection: str, doc_id: str) -> datetime | None:
         raw = await self._redis.hget(RedisKeys.indexed(collection), doc_id)

@@ -344,7 +344,9 @@ class Indexer:
             await self._store.overwrite_payloads(collection, plan.payload_only)
         if plan.deletes:
             await self._store.delete(collection, plan.deletes)
-        await self._stats.apply(collection, plan.stat_deltas)
-        await self._ledger.record_indexed(collection, plan.indexed, plan.deletes)
+        records = self._ledger.pipeline()  # the stats and the ledger in one round trip
+        self._stats.add(records, collection, plan.stat_deltas)
+        self._ledger.record_indexed(records, collection, plan.indexed, plan.deletes)
+        await records.execute()
         if plan.points or plan.deletes:
             await self._store.maintain(collection)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from core.names import RedisKeys
 from core.redis_client import as_text
@@ -23,13 +24,10 @@ class LexicalStats:
                 averages[slot] = total / count if count > 0 else 0.0
         return averages
 
-    async def apply(self, collection: str, deltas: dict[str, tuple[int, int]]) -> None:
-        """Add (length delta, document-count delta) per slot."""
-        if not deltas:
-            return
-        pipe = self._redis.pipeline(transaction=False)
+    @staticmethod
+    def add(pipe: Pipeline, collection: str, deltas: dict[str, tuple[int, int]]) -> None:
+        """Add (length delta, document-count delta) per slot, in the caller's round trip."""
         key = RedisKeys.lexical_stats(collection)
         for slot, (length, count) in deltas.items():
             pipe.hincrby(key, f"{slot}:len", length)
             pipe.hincrby(key, f"{slot}:n", count)
-        await pipe.execute()
