@@ -54,7 +54,8 @@ class Settings(BaseSettings):
     # before it answers 503 instead of an older state.
     replica_wait_s: float = Field(5.0, gt=0)
     # A replica no search has used for this long stops applying the stream of writes; the next
-    # search takes a fresh copy first (Elasticsearch's search-idle shards stop refreshing alike).
+    # search first asks the worker for what it missed (Elasticsearch's search-idle shards stop
+    # refreshing alike).
     # Under a keyword bulk load with no searches two replicas applying it were a quarter of the
     # stack's CPU.
     replica_idle_s: float = Field(30.0, gt=0)

@@ -79,8 +79,8 @@ class Replicator(ReadThrough, StoreWriter):
         self._position = Position(0, 0)
         self._marked = Position(0, 0)
         self._quiet = False  # every replica is idle: writes are not broadcast
-        self._copies = 0  # copies asked for, by search nodes starting or waking
-        self._copied_at = 0.0  # wall-clock time of the last (as beats are stamped)
+        # Wall-clock time (as beats are stamped) of the last copy a search node asked for.
+        self._copied_at = 0.0
         store.on_optimized = self._optimized
 
     async def start(self) -> None:
@@ -93,14 +93,14 @@ class Replicator(ReadThrough, StoreWriter):
 
     async def tick(self) -> None:
         """The position, for replicas that may have missed a write; and whether to be quiet."""
-        copies = self._copies
+        copied_at = self._copied_at
         try:
             beats = parse_search_nodes(await self._redis.hgetall(RedisKeys.searchers()))
         except RedisError:
             beats = None
-        async with self._lock:
-            quiet = beats is not None and copies == self._copies
-            self._be_quiet(quiet and all_idle(beats.values() if beats else [], self._copied_at))
+        async with self._lock:  # a copy asked while the beats were read ends any quiet
+            unasked = copied_at == self._copied_at
+            self._be_quiet(beats is not None and unasked and all_idle(beats.values(), copied_at))
             await self._send("tick", advance=False)
 
     def _be_quiet(self, quiet: bool) -> None:
@@ -132,7 +132,6 @@ class Replicator(ReadThrough, StoreWriter):
         Either way the stream goes out again from here on."""
         async with self._lock:
             self._be_quiet(False)
-            self._copies += 1
             self._copied_at = time.time()
             if held == self._position:
                 return self._position, False
