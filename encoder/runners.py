@@ -53,9 +53,10 @@ PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog near the river bank at dawn. " * 12,
     "Tokens, numbers 12345 and punctuation!? all count; so do UPPER and lower case.",
 )
-# Token lengths are padded up to a multiple of 8 up to 128, and of 32 beyond.
-SEQUENCE_STEPS = ((128, 8),)
-LONG_SEQUENCE_STEP = 32
+# Token lengths are padded up to a multiple of SHORT_STEP up to SHORT_UP_TO, of LONG_STEP beyond.
+SHORT_UP_TO = 128
+SHORT_STEP = 8
+LONG_STEP = 32
 
 # The timing probe: 16 texts of 60 common words (~62 tokens, padded to 64) for the
 # document lane, one short query at a time for the query lane. About 1 s of start-up on 2 cores.
@@ -145,7 +146,7 @@ class Bf16Runner(PaddedRunner):
 
 def padded_length(length: int) -> int:
     """The token length a batch whose longest text has `length` tokens is padded up to."""
-    step = next((s for up_to, s in SEQUENCE_STEPS if length <= up_to), LONG_SEQUENCE_STEP)
+    step = SHORT_STEP if length <= SHORT_UP_TO else LONG_STEP
     return -(-length // step) * step
 
 
