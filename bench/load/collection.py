@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,9 @@ class Bulk:
     documents: int
     seconds: float
     sent_seconds: float  # until the last bulk request was acknowledged
-    raw_model_docs_s: float | None = None  # the model alone on the same contents (hybrid)
+    # What a user could run instead on the same documents, in the same run: docs/s by name
+    # (run.py's `peer_rates`); none in a smoke run.
+    peers: dict[str, float] = field(default_factory=dict)
 
     @property
     def docs_s(self) -> float:

@@ -138,10 +138,10 @@ def config_section(report: Report, result: ConfigResult, files: dict[str, str]) 
         f"and indexed in {bulk.seconds:.0f} s: **{bulk.docs_s:.1f} documents/s** "
         f"(all acknowledged after {bulk.sent_seconds:.0f} s)"
     )
-    if bulk.raw_model_docs_s:
-        line += (
-            f"; the model alone on the same contents in this run: {bulk.raw_model_docs_s:.1f}/s "
-            f"(bulk load = {bulk.docs_s / bulk.raw_model_docs_s:.0%} of it)"
+    if bulk.peers:
+        line += "; in this run, on the same documents: " + ", ".join(
+            f"{name} {rate:,.1f}/s (Braid {bulk.docs_s / rate:.2f}×)"
+            for name, rate in bulk.peers.items()
         )
     report.text(line)
     report.text(f"- stack: {result.encoders}, embedded store")

@@ -14,6 +14,7 @@ import httpx
 
 from bench.common import procs, pyspy, scrape
 from bench.common.measure import slope
+from bench.ingest import baseline, milvus
 from bench.load import workload
 from bench.load.collection import Gauges, LoadCollection
 from bench.load.driver import LocustProcess, failure_counts, number
@@ -261,26 +262,39 @@ class Run:
             await self.client.aclose()
 
 
-def raw_model_rate(contents: list[str], scratch: Path) -> float:
-    """Documents/s of the model alone, in this process, on 2 threads, batches as the holders use."""
-    from bench.common import raw
-    from core.enums import EncoderBackend
-    from core.settings import Settings
+# What a user could run instead, held against the bulk load on the same documents: for hybrid,
+# sentence-transformers' `encode()` with its defaults and on the model cast to bfloat16 (the
+# fastest a user could pick where the CPU has native bfloat16) on the first ENCODE_TEXTS
+# contents; for keyword, Milvus Lite's BM25 collection on every pre-populated document
+# (bench/ingest, which holds Braid to the same peers). Each runs in a process of its own before
+# the stack starts, so that it has the machine to itself.
+ENCODE_TEXTS = 512
 
-    model = raw.load(EncoderBackend.AUTO, scratch / "raw", workload.MODEL)
-    model = raw.with_threads(model, scratch / "raw", 2)
-    return raw.throughput(model, contents, Settings().embed_batch_size)
+
+def peer_rates(plan: Plan, config: str, scratch: Path) -> dict[str, float]:
+    """Docs/s of each peer on this configuration's documents; none in a smoke run."""
+    if plan.smoke:
+        return {}
+    fake = workload.seeded(plan.documents)
+    if config == "hybrid":
+        contents = [workload.document(fake, i, "")["content"] for i in range(ENCODE_TEXTS)]
+        return {
+            "`encode()` with defaults": baseline.measure(contents, scratch),
+            "`encode()` on bfloat16": baseline.measure(contents, scratch, bf16=True),
+        }
+    documents = [
+        workload.document(fake, number, workload.PREPOPULATED_AT)
+        for number in range(plan.documents)
+    ]
+    return {"Milvus Lite": milvus.measure(documents, 0, scratch).docs_s}
 
 
 async def run_config(plan: Plan, config: str, scratch: Path) -> ConfigResult:
     env = {"BRAID_ENCODERS": "2", "BRAID_ENCODER_MODELS": "1", **plan.env}
-    raw_rate = None
-    if config == "hybrid":
-        fake = workload.seeded(plan.documents)
-        contents = [workload.document(fake, i, "")["content"] for i in range(512)]
-        raw_rate = await asyncio.to_thread(raw_model_rate, contents, scratch)
-        print(f"raw model: {raw_rate:.1f} documents/s on these contents", flush=True)
+    peers = await asyncio.to_thread(peer_rates, plan, config, scratch)
+    for name, rate in peers.items():
+        print(f"{name}: {rate:,.1f} documents/s on these documents", flush=True)
     with Stack(env) as stack:
         result = await Run(plan, config, stack, scratch).run()
-    result.bulk.raw_model_docs_s = raw_rate
+    result.bulk.peers = peers
     return result

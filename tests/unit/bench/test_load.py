@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from bench.common.measure import slope as _slope
 from bench.common.pyspy import summarize as summarize_profile
 from bench.common.report import Report
+from bench.load.collection import Bulk
 from bench.load.driver import failure_counts as _failure_counts
 from bench.load.driver import number as _number
-from bench.load.plan import Level, Plan
+from bench.load.plan import ConfigResult, Level, Plan
+from bench.load.report import config_section
+from bench.load.run import peer_rates
 from bench.load.scale import knee, report
 
 
@@ -77,3 +81,26 @@ def test_the_scale_table_names_each_counts_last_level_under_both_limits() -> Non
     text = out.markdown()
     assert "**Knee by api processes:** 1: 193.9 RPS at 14 users; 2: —; 8: 1327.5 RPS at 48" in text
     assert "| 8 | 48 (knee) | 1327.5 |" in text and "| 8 | 112 | 1483.9 |" in text
+
+
+def _prepopulation_line(bulk: Bulk) -> str:
+    out = Report(title="load", command="bench.load", runs_heading="test")
+    config_section(out, ConfigResult(config="keyword", bulk=bulk), {})
+    (line,) = [text for text in out.markdown().splitlines() if "pre-populated" in text]
+    return line
+
+
+def test_the_prepopulation_line_holds_braid_to_each_peer_of_the_same_run() -> None:
+    bulk = Bulk(documents=20_000, seconds=10.0, sent_seconds=4.0)  # 2,000 docs/s
+    bulk.peers = {"Milvus Lite": 4_000.0, "`encode()` on bfloat16": 1_600.0}
+    line = _prepopulation_line(bulk)
+    assert "**2000.0 documents/s**" in line
+    assert "Milvus Lite 4,000.0/s (Braid 0.50×)" in line
+    assert "`encode()` on bfloat16 1,600.0/s (Braid 1.25×)" in line
+
+
+def test_a_smoke_run_measures_no_peer_and_its_line_names_none(tmp_path: Path) -> None:
+    plan = Plan.smoke_test(["keyword", "hybrid"])
+    assert peer_rates(plan, "keyword", tmp_path) == {}
+    assert peer_rates(plan, "hybrid", tmp_path) == {}
+    assert "same documents" not in _prepopulation_line(Bulk(300, 3.0, 1.0))
