@@ -15,12 +15,13 @@ A search waits until the replica holds the newest write a client was told succee
 (`caught_up`), so a search node never answers from an older state than a client saw.
 The replica is also the search node's StoreReader: each read goes to the copy in use.
 
-A replica no search has used for `idle_s` is idle: it drops the stream unread, since applying it
-is work nobody asks for (under a keyword bulk load with no searches, two replicas applying it were
-a quarter of the stack's CPU); when every replica is, the worker stops broadcasting writes
-(replicator.py). The next search wakes it and waits for a fresh copy, which holds every write the
-idle time dropped; it asks with the position it holds, so where no write came there is nothing to
-copy. Elasticsearch's search-idle shards stop refreshing the same way.
+A replica no search has used for `idle_s`, or none since it started, is idle: it drops the stream
+unread, since applying it is work nobody asks for (under a keyword bulk load with no searches, two
+replicas applying it were a quarter of the stack's CPU, and a bulk load right after a start paid
+that for `idle_s`); when every replica is, the worker stops broadcasting writes (replicator.py).
+The next search wakes it and waits for a fresh copy, which holds every write the idle time
+dropped; it asks with the position it holds, so where no write came there is nothing to copy.
+Elasticsearch's search-idle shards stop refreshing the same way.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ class Replica(ReadThrough):
         self._bus = bus
         self._idle_s = idle_s
         self._delay_s = apply_delay_s  # fault injection: a replica that lags
-        self._searched_at = time.monotonic()
-        self._idle = False  # dropping the stream: no search for `idle_s`
+        self._searched_at: float | None = None  # the last search; None before the first
+        self._idle = False  # dropping the stream: no search for `idle_s`, or none yet
         self._unoptimized = False  # the worker optimized a shard since the copy in use was taken
         self._waking = False  # a search woke it: the copy in use may lack dropped writes
         self._store: EdgeStore | None = None
@@ -177,10 +178,17 @@ class Replica(ReadThrough):
         self._unoptimized = written.op == "optimized"
 
     def _idle_now(self) -> bool:
-        """Whether to stop applying the stream: no search for `idle_s`, no copy being taken."""
-        if self._refresh is not None or time.monotonic() - self._searched_at < self._idle_s:
+        """Whether to stop applying the stream: no search for `idle_s` (or none since the start),
+        no copy being taken."""
+        searched = self._searched_at
+        if self._refresh is not None or (
+            searched is not None and time.monotonic() - searched < self._idle_s
+        ):
             return False
-        log.info("no search for %gs: the replica drops the stream until the next", self._idle_s)
+        log.info(
+            "no search %s: the replica drops the stream until the next",
+            "since it started" if searched is None else f"for {self._idle_s:g}s",
+        )
         self._idle = True
         return True
 

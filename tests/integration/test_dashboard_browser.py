@@ -29,6 +29,7 @@ from tests.integration.helpers import (
     hybrid_collection,
     keyword_collection,
     publish_raw_upserts,
+    search_ids,
 )
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (docker/install.sh); nothing is downloaded
@@ -298,6 +299,9 @@ def test_cluster_map_shows_a_stalled_process_and_what_it_is_stalled_on(
     )
     with httpx.Client(base_url=stalled.base_url, timeout=30) as http:
         create(http, "stalling", keyword_collection())
+        # Searched, the replica applies the stream, and stalls on its first write (one that no
+        # search has used since its start drops the stream).
+        assert search_ids(http, "stalling", "x") == []
         # More than a replica holds unapplied (store/replication/replica.py IN_FLIGHT).
         for i in range(300):
             answer = http.post("/v1/collections/stalling/documents/sync", json=doc(f"s{i}", "x"))

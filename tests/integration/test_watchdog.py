@@ -12,7 +12,14 @@ import uuid
 import httpx
 
 from harness.stack import StackFactory
-from tests.integration.helpers import create, doc, keyword_collection, metric_total, wait_until
+from tests.integration.helpers import (
+    create,
+    doc,
+    keyword_collection,
+    metric_total,
+    search_ids,
+    wait_until,
+)
 
 STALL_S = 4
 GRACE_S = 6
@@ -43,6 +50,9 @@ def test_a_stalled_consumer_fails_readiness_then_its_process_restarts(
     with httpx.Client(base_url=stack.base_url, timeout=30) as http:
         create(http, name, keyword_collection())
         stuck_pid = stack.pid("api:api-1")
+        # Searched, the replica applies the stream (one no search has used since its start
+        # drops it), and so stalls on the first write.
+        assert search_ids(http, name, "text") == []
         for i in range(WRITES):
             answer = http.post(
                 f"/v1/collections/{name}/documents/sync", json=doc(f"d{i}", f"text {i}")

@@ -111,10 +111,16 @@ async def worker(tmp_path: Path) -> AsyncIterator[WorkerBus]:
     await store.close()
 
 
-async def started_replica(worker: WorkerBus, root: Path, idle_s: float = SEARCHED) -> Replica:
+async def started_replica(
+    worker: WorkerBus, root: Path, idle_s: float = SEARCHED, searched: bool = True
+) -> Replica:
+    """A replica holding its first copy; `searched`: it has had a search (it applies the stream
+    until `idle_s` passes without another), else it has had none (it drops the stream)."""
     replica = Replica(root, cast(Bus, worker), idle_s)
     await replica.start()
     assert replica.position == worker.position
+    if searched:
+        assert await replica.caught_up(None, timeout_s=5.0)
     return replica
 
 
@@ -194,6 +200,7 @@ async def test_a_replica_reads_from_the_copy_it_holds_now(
         await replica.count(COLLECTION)
     await replica.start()
     try:
+        assert await replica.caught_up(None, timeout_s=5.0)  # searched: it applies the stream
         assert await replica.list_collections() == [COLLECTION]
         await worker.optimized()
         await wait_for(lambda: replica.copies_taken == 2)
@@ -236,6 +243,23 @@ async def test_an_idle_replica_that_missed_no_write_wakes_without_a_copy(
         assert await replica.caught_up(worker.position, timeout_s=5.0)
         # It asked the worker, with the position it holds, and got no copy.
         assert replica.copies_taken == 1 and worker.copies_asked == 2
+    finally:
+        await replica.close()
+
+
+async def test_a_replica_no_search_has_used_since_it_started_drops_the_stream(
+    worker: WorkerBus, tmp_path: Path
+) -> None:
+    """A bulk load right after a start costs no replica anything: idle_s has not passed, but no
+    search has come to wait for what it would apply."""
+    replica = await started_replica(worker, tmp_path / "replica", searched=False)
+    try:
+        dropped = await worker.upsert("second")
+        await wait_for(lambda: replica.idle)
+        assert replica.position != dropped and replica.copies_taken == 1
+        # Its first search waits for a copy that holds what it dropped.
+        assert await replica.caught_up(dropped, timeout_s=5.0)
+        assert replica.copies_taken == 2 and await replica.store.count(COLLECTION) == 2
     finally:
         await replica.close()
 
