@@ -22,23 +22,40 @@ from core.names import RedisKeys
 from core.redis_client import as_text
 from core.schemas.document import QueueInfo, StatusEntry
 
-# Record one item and count it, once: a replayed round trip (its reply was lost) changes nothing.
+# The item scripts take many items a call (`_batched`): KEYS are the items, the counters, then
+# each item's document set; ARGV each item's arguments in the same order (an enqueue's three, or
+# the queue id). One EVAL an item packed the script and parsed a reply for every document: an
+# enqueue cost the api 31 µs an item on the client that way, 14 batched; a finish 20, now 5
+# (docs/benchmarks.md, issue 32).
+
+# Record each item and count it, once: a replayed round trip (its reply was lost) changes nothing.
 _ENQUEUE = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
-return 1
+local recorded = 0
+for i = 3, #KEYS do
+  local at = (i - 3) * 3
+  if redis.call('HSETNX', KEYS[1], ARGV[at + 1], ARGV[at + 2]) == 1 then
+    redis.call('SADD', KEYS[i], ARGV[at + 1])
+    redis.call('HINCRBY', KEYS[2], ARGV[at + 3], 1)
+    recorded = recorded + 1
+  end
+end
+return recorded
 """
 
-# Remove one item and decrement the counter of its status/op, atomically (redelivery-safe).
+# Remove each item and decrement the counter of its status/op, atomically (redelivery-safe).
 _FINISH = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local item = cjson.decode(raw)
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], item.status .. '_' .. item.op_type, -1)
-return 1
+local found = 0
+for i = 3, #KEYS do
+  local raw = redis.call('HGET', KEYS[1], ARGV[i - 2])
+  if raw then
+    local item = cjson.decode(raw)
+    redis.call('HDEL', KEYS[1], ARGV[i - 2])
+    redis.call('SREM', KEYS[i], ARGV[i - 2])
+    redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, -1)
+    found = found + 1
+  end
+end
+return found
 """
 
 # Change an item's status (requeued/failed), moving it between counters.
@@ -55,16 +72,22 @@ redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, 1)
 return 1
 """
 
-# Forget an item that is still only queued (a publish that never reached the broker).
+# Forget each item that is still only queued (a publish that never reached the broker).
 _REAP = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local item = cjson.decode(raw)
-if item.status ~= 'queued' then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'queued_' .. item.op_type, -1)
-return 1
+local reaped = 0
+for i = 3, #KEYS do
+  local raw = redis.call('HGET', KEYS[1], ARGV[i - 2])
+  if raw then
+    local item = cjson.decode(raw)
+    if item.status == 'queued' then
+      redis.call('HDEL', KEYS[1], ARGV[i - 2])
+      redis.call('SREM', KEYS[i], ARGV[i - 2])
+      redis.call('HINCRBY', KEYS[2], 'queued_' .. item.op_type, -1)
+      reaped = reaped + 1
+    end
+  end
+end
+return reaped
 """
 
 _MAX_TOMBSTONE = """
@@ -95,13 +118,20 @@ class QueuedWrite:
     timestamp: datetime
 
 
-def _item_keys(collection: str, doc_id: str) -> list[str]:
-    """What an item script touches: the items, the document's item set, the counters."""
-    return [
-        RedisKeys.queue_items(collection),
-        RedisKeys.doc_items(collection, doc_id),
-        RedisKeys.queue_counts(collection),
-    ]
+# Items a script call takes at most, so a reap of many does not hold Redis in one long script.
+ITEMS_A_CALL = 1000
+
+
+def _batched(
+    pipe: Pipeline, script: str, collection: str, items: list[tuple[str, list[str]]]
+) -> None:
+    """Add calls of an item script to `pipe`, ITEMS_A_CALL items each: each item given as its
+    document id and its arguments."""
+    for start in range(0, len(items), ITEMS_A_CALL):
+        chunk = items[start : start + ITEMS_A_CALL]
+        keys = [RedisKeys.queue_items(collection), RedisKeys.queue_counts(collection)]
+        keys += [RedisKeys.doc_items(collection, doc_id) for doc_id, _ in chunk]
+        pipe.eval(script, len(keys), *keys, *(arg for _, args in chunk for arg in args))
 
 
 def to_micros(ts: datetime) -> int:
@@ -132,8 +162,8 @@ class Ledger:
         """Record writes about to be published, in one round trip, with the wall-clock time
         (`queued_at`) the reaper measures the publish deadline from. Each is recorded once: the
         client replays a round trip whose reply a dropped connection lost."""
-        pipe = self._redis.pipeline(transaction=True)
         queued_at = time.time()
+        recorded: list[tuple[str, list[str]]] = []
         for write in items:
             item = {
                 "queue_id": write.queue_id,
@@ -146,9 +176,10 @@ class Ledger:
                 "info": "",
                 "queued_at": queued_at,
             }
-            keys = _item_keys(collection, write.doc_id)
             args = [write.queue_id, json.dumps(item), f"queued_{write.op.value}"]
-            pipe.eval(_ENQUEUE, len(keys), *keys, *args)
+            recorded.append((write.doc_id, args))
+        pipe = self._redis.pipeline(transaction=True)
+        _batched(pipe, _ENQUEUE, collection, recorded)
         await pipe.execute()
 
     async def live_items(self, collection: str, queue_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -190,9 +221,7 @@ class Ledger:
         if not items:
             return 0
         pipe = self._redis.pipeline(transaction=False)
-        for queue_id, doc_id in items:
-            keys = _item_keys(collection, doc_id)
-            pipe.eval(script, len(keys), *keys, queue_id)
+        _batched(pipe, script, collection, [(doc_id, [queue_id]) for queue_id, doc_id in items])
         return sum(int(found) for found in await pipe.execute())
 
     async def restate(
