@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -39,6 +40,12 @@ class Slot:
             language_confidence=float(self.vector.language_confidence),
         )
 
+    @functools.cached_property
+    def _config_json(self) -> bytes:
+        """The vector config as `text_hash` reads it: written once a slot, not once a document
+        (a batch makes its slots)."""
+        return self.vector.model_dump_json().encode()
+
     def text_hash(self, document: Document) -> str:
         """Changes exactly when this slot's vector would change (its input or vector config).
 
@@ -46,7 +53,7 @@ class Slot:
         brings one, else the field's text; a custom slot never reads the text.
         """
         digest = hashlib.sha256()
-        digest.update(self.vector.model_dump_json().encode())
+        digest.update(self._config_json)
         given = raw_input(document, self.vector.name, self.field)
         if given is not None:
             digest.update(b"\1")
