@@ -23,10 +23,10 @@ from core.redis_client import as_text
 from core.schemas.document import QueueInfo, StatusEntry
 
 # The item scripts take many items a call (`_batched`): KEYS are the items, the counters, then
-# each item's document set; ARGV each item's arguments in the same order (an enqueue's three, or
-# the queue id). One EVAL an item packed the script and parsed a reply for every document: an
-# enqueue cost the api 31 µs an item on the client that way, 14 batched; a finish 20, now 5
-# (docs/benchmarks.md, issue 32).
+# each item's document set; ARGV the call's own arguments, then each item's in the same order (an
+# enqueue's three, or the queue id). One EVAL an item packed the script and parsed a reply for
+# every document: an enqueue cost the api 31 µs an item on the client that way, 14 batched; a
+# finish 20, now 5 (docs/benchmarks.md, issue 32).
 
 # Record each item and count it, once: a replayed round trip (its reply was lost) changes nothing.
 _ENQUEUE = """
@@ -42,20 +42,23 @@ end
 return recorded
 """
 
-# Remove each item and decrement the counter of its status/op, atomically (redelivery-safe).
-_FINISH = """
-local found = 0
+# Remove each item and decrement the counter of its status/op, atomically (redelivery-safe): every
+# item when ARGV[1] is empty, else only those in that status (the reaper's, still `queued`).
+_REMOVE = """
+local removed = 0
 for i = 3, #KEYS do
-  local raw = redis.call('HGET', KEYS[1], ARGV[i - 2])
+  local raw = redis.call('HGET', KEYS[1], ARGV[i - 1])
   if raw then
     local item = cjson.decode(raw)
-    redis.call('HDEL', KEYS[1], ARGV[i - 2])
-    redis.call('SREM', KEYS[i], ARGV[i - 2])
-    redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, -1)
-    found = found + 1
+    if ARGV[1] == '' or item.status == ARGV[1] then
+      redis.call('HDEL', KEYS[1], ARGV[i - 1])
+      redis.call('SREM', KEYS[i], ARGV[i - 1])
+      redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, -1)
+      removed = removed + 1
+    end
   end
 end
-return found
+return removed
 """
 
 # Change an item's status (requeued/failed), moving it between counters.
@@ -70,24 +73,6 @@ item.try_count = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(item))
 redis.call('HINCRBY', KEYS[2], item.status .. '_' .. item.op_type, 1)
 return 1
-"""
-
-# Forget each item that is still only queued (a publish that never reached the broker).
-_REAP = """
-local reaped = 0
-for i = 3, #KEYS do
-  local raw = redis.call('HGET', KEYS[1], ARGV[i - 2])
-  if raw then
-    local item = cjson.decode(raw)
-    if item.status == 'queued' then
-      redis.call('HDEL', KEYS[1], ARGV[i - 2])
-      redis.call('SREM', KEYS[i], ARGV[i - 2])
-      redis.call('HINCRBY', KEYS[2], 'queued_' .. item.op_type, -1)
-      reaped = reaped + 1
-    end
-  end
-end
-return reaped
 """
 
 _MAX_TOMBSTONE = """
@@ -123,15 +108,19 @@ ITEMS_A_CALL = 1000
 
 
 def _batched(
-    pipe: Pipeline, script: str, collection: str, items: list[tuple[str, list[str]]]
+    pipe: Pipeline,
+    script: str,
+    collection: str,
+    items: list[tuple[str, list[str]]],
+    first: tuple[str, ...] = (),
 ) -> None:
     """Add calls of an item script to `pipe`, ITEMS_A_CALL items each: each item given as its
-    document id and its arguments."""
+    document id and its arguments, after the `first` arguments of every call."""
     for start in range(0, len(items), ITEMS_A_CALL):
         chunk = items[start : start + ITEMS_A_CALL]
         keys = [RedisKeys.queue_items(collection), RedisKeys.queue_counts(collection)]
         keys += [RedisKeys.doc_items(collection, doc_id) for doc_id, _ in chunk]
-        pipe.eval(script, len(keys), *keys, *(arg for _, args in chunk for arg in args))
+        pipe.eval(script, len(keys), *keys, *first, *(arg for _, args in chunk for arg in args))
 
 
 def to_micros(ts: datetime) -> int:
@@ -191,7 +180,7 @@ class Ledger:
     async def finish(self, collection: str, items: list[tuple[str, str]]) -> int:
         """Remove processed items, given as (queue_id, doc_id), in one round trip; how many
         were still there."""
-        return await self._each(_FINISH, collection, items)
+        return await self._remove(collection, items, only="")
 
     async def reap(self, collection: str, before: float, spare: frozenset[str]) -> int:
         """Forget the items still only `queued` that were recorded before `before` (wall clock),
@@ -214,14 +203,16 @@ class Ledger:
                 and qid not in spare
             ):
                 doomed.append((qid, item["doc_id"]))
-        return await self._each(_REAP, collection, doomed)
+        return await self._remove(collection, doomed, only=DocumentStatus.QUEUED.value)
 
-    async def _each(self, script: str, collection: str, items: list[tuple[str, str]]) -> int:
-        """Run an item script on each (queue_id, doc_id) in one round trip; how many it hit."""
+    async def _remove(self, collection: str, items: list[tuple[str, str]], only: str) -> int:
+        """Remove the (queue_id, doc_id) items in status `only` (any if empty) in one round
+        trip; how many were removed."""
         if not items:
             return 0
         pipe = self._redis.pipeline(transaction=False)
-        _batched(pipe, script, collection, [(doc_id, [queue_id]) for queue_id, doc_id in items])
+        pairs = [(doc_id, [queue_id]) for queue_id, doc_id in items]
+        _batched(pipe, _REMOVE, collection, pairs, first=(only,))
         return sum(int(found) for found in await pipe.execute())
 
     async def restate(

@@ -17,7 +17,7 @@ ITEMS = 2 * ITEMS_A_CALL + 500  # three calls
 T = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def _writes(collection: str) -> list[QueuedWrite]:
+def _writes() -> list[QueuedWrite]:
     """ITEMS writes of ITEMS - 1 documents: the last document has two (an upsert and a delete)."""
     writes = [
         QueuedWrite(new_queue_id(), f"d{i}", OpType.UPSERT, T + timedelta(microseconds=i))
@@ -31,7 +31,7 @@ async def _run(redis_url: str) -> None:
     redis = await connect_redis(redis_url)
     ledger = Ledger(redis)
     try:
-        writes = _writes(collection)
+        writes = _writes()
         await ledger.enqueue(collection, writes)
         await ledger.enqueue(collection, writes)  # a replayed round trip changes nothing
         info = await ledger.queue_info(collection)
@@ -42,14 +42,16 @@ async def _run(redis_url: str) -> None:
         assert {s.status for s in shared} == {DocumentStatus.QUEUED}
 
         # The first half finished (twice: a redelivered batch finds them gone), the rest reaped
-        # but for one the consumer holds.
+        # but for one the consumer holds and one requeued (no longer only `queued`).
         done = [(w.queue_id, w.doc_id) for w in writes[: ITEMS // 2]]
         assert await ledger.finish(collection, done) == len(done)
         assert await ledger.finish(collection, done) == 0
-        held = writes[-1].queue_id
+        held, requeued = writes[-1].queue_id, writes[ITEMS // 2].queue_id
+        await ledger.restate(collection, requeued, DocumentStatus.REQUEUED, "busy", 1)
         future = (datetime.now(UTC) + timedelta(hours=1)).timestamp()
-        assert await ledger.reap(collection, future, frozenset({held})) == ITEMS - len(done) - 1
-        assert (await ledger.queue_info(collection)).total == 1
+        assert await ledger.reap(collection, future, frozenset({held})) == ITEMS - len(done) - 2
+        info = await ledger.queue_info(collection)
+        assert (info.queued_delete, info.requeued_upsert, info.total) == (1, 1, 2)
         assert [s.queue_id for s in await ledger.statuses(collection, writes[-1].doc_id)] == [held]
         assert await ledger.statuses(collection, writes[0].doc_id) == []
     finally:

@@ -60,7 +60,7 @@ class Redis:
         return self
 
     def eval(self, _: str, key_count: int, *keys_and_args: str) -> None:
-        self.writes += [("finish", queue_id) for queue_id in keys_and_args[key_count:]]
+        self.writes += [("finish", queue_id) for queue_id in keys_and_args[key_count + 1 :]]
 
     async def execute(self) -> list[int]:
         return [1 for write in self.writes if write[0] == "finish"]
