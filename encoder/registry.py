@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from core.enums import EmbedKind, EmbedOutput, EncoderBackend, EncoderPrecision
 from core.errors import InvalidInput
 from core.settings import Settings
-from encoder import onnx, runners
+from encoder import onnx, openvino, runners
 from encoder.runners import Runner, TorchRunner
 from encoder.sparse import SparseModel, load_sparse_model
 
@@ -191,11 +191,10 @@ def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
 
 
 def onnx_runners(
-    model: SentenceTransformer, path: Path, cache_dir: Path, threads: dict[EmbedKind, int]
+    model: SentenceTransformer, exported: Path, threads: dict[EmbedKind, int]
 ) -> tuple[dict[EmbedKind, Runner], float]:
-    """One ORT session per lane, on the cached export, and its worst cosine to torch;
-    OnnxUnavailable if it differs from torch."""
-    exported = onnx.cached_export(model, path, cache_dir)
+    """One ORT session per lane on the export, and its worst cosine to torch; OnnxUnavailable if
+    it differs from torch."""
     found: dict[EmbedKind, Runner] = {
         kind: onnx.OnnxRunner(model, exported, count) for kind, count in threads.items()
     }
@@ -203,6 +202,15 @@ def onnx_runners(
     if cosine < runners.PROBE_MIN_COSINE:
         raise onnx.OnnxUnavailable(f"ONNX embeddings differ from torch (cosine {cosine:.5f})")
     return found, cosine
+
+
+@dataclass
+class Backend:
+    """What `_attach_backend` found: ONNX's cosine to torch by runner name, and the document
+    runners that compile the export elsewhere (OpenVINO), for the lane picker to time."""
+
+    cosines: dict[str, float] = field(default_factory=dict)
+    documents_also: list[Runner] = field(default_factory=list)
 
 
 ModelKey = tuple[str, str | None, EmbedOutput]
@@ -264,8 +272,7 @@ class ModelRegistry:
             return sparse
         model = load_model(path, device)
         loaded = LoadedModel(name, revision, model, int(model.get_embedding_dimension() or 0))
-        cosines = self._attach_backend(loaded, path, device)
-        self._attach_lanes(loaded, device, cosines)
+        self._attach_lanes(loaded, device, self._attach_backend(loaded, path, device))
         log.info(
             "loaded model %s@%s from %s on %s/%s (dim %d, max_seq_length %s) in %.1f s",
             name,
@@ -279,26 +286,35 @@ class ModelRegistry:
         )
         return loaded
 
-    def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> dict[str, float]:
+    def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> Backend:
         """Give the model ONNX runners when that backend is picked and works for it: both lanes
-        when asked for (`onnx`), the query lane's default only (`auto`). Returns ONNX's cosine to
-        torch, by runner name, for the lane picker."""
+        when asked for (`onnx`), the query lane's default only (`auto`); with `auto`, offer the
+        document lane OpenVINO's bfloat16 compile of the same export where the CPU runs it."""
         wanted = self._settings.encoder_backend
         if pick_backend(wanted, device) is not EncoderBackend.ONNX:
-            return {}
+            return Backend()
         threads = {EmbedKind.QUERY: self._settings.query_threads}
         if wanted is EncoderBackend.ONNX:
             threads[EmbedKind.DOCUMENT] = self._settings.threads_per_document_call
         cache = self._settings.onnx_cache_dir / loaded.name
         try:
-            loaded.runners, cosine = onnx_runners(loaded.model, path, cache, threads)
+            exported = onnx.cached_export(loaded.model, path, cache)
+            loaded.runners, cosine = onnx_runners(loaded.model, exported, threads)
         except onnx.OnnxUnavailable as exc:
             log.warning("model %s stays on torch: %s", loaded.name, exc)
-            return {}
+            return Backend()
         loaded.backend = EncoderBackend.ONNX
-        return {onnx.OnnxRunner.name: cosine}
+        found = Backend({onnx.OnnxRunner.name: cosine})
+        if wanted is EncoderBackend.AUTO and openvino.native_bf16():
+            streams = self._settings.document_workers
+            found.documents_also.append(
+                openvino.OpenVinoRunner(
+                    loaded.model, exported, self._settings.threads_per_encoder, streams
+                )
+            )
+        return found
 
-    def _attach_lanes(self, loaded: LoadedModel, device: str, cosines: dict[str, float]) -> None:
+    def _attach_lanes(self, loaded: LoadedModel, device: str, backend: Backend) -> None:
         """On CPU, give each lane not pinned to ONNX its fastest runner that matches float32,
         measured here (`auto`) or as BRAID_ENCODER_PRECISION forces; on CUDA the model runs as
         loaded."""
@@ -307,7 +323,9 @@ class ModelRegistry:
             if precision is EncoderPrecision.BF16:
                 log.warning("BRAID_ENCODER_PRECISION=bf16 applies to torch on CPU; not used here")
             return
-        picker = runners.LanePicker(loaded.model, precision, cosines)
+        picker = runners.LanePicker(
+            loaded.model, precision, backend.cosines, backend.documents_also
+        )
         for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY):
             loaded.runners[kind] = picker.pick(kind, loaded.runners.get(kind), loaded.name)
 

@@ -73,7 +73,7 @@ PROBE_BATCH = tuple(" ".join(random.Random(seed).choices(_WORDS, k=60)) for seed
 PROBE_QUERY = "how do vaccines train immunity"
 QUERY_CALLS = 8
 WARM_TEXTS = 4  # a warm-up call runs this many texts of the first timed call
-ROUNDS = 2
+ROUNDS = 3  # the first round of a shape builds kernels (oneDNN, OpenVINO): best of the rest
 SPEED_MARGIN = 1.1  # how much faster than the lane's default another runner must be
 CLEARLY_SLOWER = 3.0  # this much slower than the default at warm-up or in a round: timed no further
 
@@ -289,11 +289,16 @@ class LanePicker:
     """
 
     def __init__(
-        self, model: SentenceTransformer, precision: EncoderPrecision, cosines: dict[str, float]
+        self,
+        model: SentenceTransformer,
+        precision: EncoderPrecision,
+        cosines: dict[str, float],
+        documents_also: Sequence[Runner] = (),
     ) -> None:
         self._model = model
         self._precision = precision
         self._cosines = {TorchRunner.name: 1.0, **cosines}
+        self._documents_also = list(documents_also) if precision is EncoderPrecision.AUTO else []
         self._bf16 = None if precision is EncoderPrecision.FP32 else bf16_runner(model)
         if self._bf16 and precision is EncoderPrecision.BF16:  # forced: untimed, still probed
             cosine = self.cosine(self._bf16)
@@ -307,12 +312,14 @@ class LanePicker:
         return self._cosines[runner.name]
 
     def candidates(self, kind: EmbedKind, default: Runner | None) -> list[Runner]:
-        """`default` (an ONNX runner) if any, then the torch runners the precision allows."""
+        """`default` (an ONNX runner) if any, the torch runners the precision allows, then (auto
+        precision, documents) the other runners the registry offers (OpenVINO)."""
         fp32 = Fp32Runner(self._model) if kind is EmbedKind.DOCUMENT else TorchRunner(self._model)
         torch: list[Runner] = [fp32]
         if self._bf16 is not None:
             torch = [self._bf16] if self._precision is EncoderPrecision.BF16 else [fp32, self._bf16]
-        return ([default] if default else []) + torch
+        also = self._documents_also if kind is EmbedKind.DOCUMENT else []
+        return ([default] if default else []) + torch + also
 
     def pick(self, kind: EmbedKind, default: Runner | None, model_name: str) -> Runner:
         """The lane's runner; one INFO line says what was measured and why it won."""

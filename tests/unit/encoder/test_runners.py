@@ -147,7 +147,7 @@ def test_auto_measures_for_real_and_says_what_it_chose(
     with caplog.at_level(logging.INFO, logger="encoder"):
         model = load(tmp_path, EncoderPrecision.AUTO, EncoderBackend.AUTO)
     document, query = model.runner(EmbedKind.DOCUMENT), model.runner(EmbedKind.QUERY)
-    assert document.name in {"torch", "torch-bf16"}
+    assert document.name in {"torch", "torch-bf16", "openvino-bf16"}
     assert query.name in {"onnx", "torch", "torch-bf16"}
     assert model.lanes in {document.name, f"{document.name}+{query.name}"}
     lines = {

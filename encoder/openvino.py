@@ -1,0 +1,93 @@
+"""The OpenVINO document runner: the cached ONNX export (`encoder.onnx`) compiled for bfloat16.
+
+A candidate of the document lane only, where OpenVINO says the CPU runs bfloat16 natively
+(avx512_bf16 or AMX): on AMD Zen 5 it ran ~60-word batches on 10 CPU-ms a text against 12 for
+torch's bfloat16 copy, and two one-thread calls side by side at 1.2-1.3x torch's rate, worst
+cosine to float32 0.99996 (docs/benchmarks.md, issue 32). The lane picker times it against torch
+and keeps it only if it is faster there and matches float32 (`runners.LanePicker`).
+
+- The compiled model has one stream per document call the lane runs side by side, each with
+  its share of the threads; a call runs in the thread that makes it (its nice value applies),
+  on an infer request of that thread's own.
+- Token lengths are padded as the torch runners pad them (`runners.pad_tokens`), so a lane sees
+  few shapes and its memory levels off.
+- Tokenizing and the modules after the transformer are sentence-transformers' own
+  (`runners.finish`), as for ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from encoder.onnx import OUTPUT
+from encoder.runners import finish, pad_tokens
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
+
+
+def native_bf16() -> bool:
+    """Whether OpenVINO is installed and runs bfloat16 natively on this CPU."""
+    try:
+        import openvino
+    except ImportError:
+        return False
+    try:
+        capabilities = openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    except RuntimeError as exc:  # no CPU plugin: nothing to offer
+        log.warning("OpenVINO has no CPU device here: %s", exc)
+        return False
+    return "BF16" in capabilities
+
+
+class OpenVinoRunner:
+    """Module 0 from the ONNX export, compiled by OpenVINO in bfloat16 on `streams` streams."""
+
+    name = "openvino-bf16"
+
+    def __init__(self, model: SentenceTransformer, path: Path, threads: int, streams: int) -> None:
+        self._model = model
+        self._path = path
+        self._threads = max(threads, streams)
+        self._streams = streams
+        self._compiled = self._compile()
+        self._requests = threading.local()
+
+    def _compile(self) -> Any:
+        """Compiled at once, so the lane picker times runs, not the compile (~0.5 s)."""
+        import openvino
+
+        config = {
+            "INFERENCE_PRECISION_HINT": "bf16",
+            "NUM_STREAMS": self._streams,
+            "INFERENCE_NUM_THREADS": self._threads,
+            # The cores are shared with the broker, the event loop and the query lane.
+            "ENABLE_CPU_PINNING": False,
+        }
+        return openvino.Core().compile_model(str(self._path), "CPU", config)
+
+    def _request(self) -> Any:
+        request = getattr(self._requests, "request", None)
+        if request is None:
+            request = self._requests.request = self._compiled.create_infer_request()
+        return request
+
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        import torch
+
+        request = self._request()
+        features = pad_tokens(self._model.preprocess(texts), self._model.max_seq_length)
+        feed = {
+            port.any_name: features[port.any_name].numpy().astype(np.int64)
+            for port in request.model_inputs
+        }
+        hidden = request.infer(feed)[OUTPUT]
+        features["token_embeddings"] = torch.from_numpy(np.array(hidden, dtype=np.float32))
+        return finish(self._model, features, normalize)

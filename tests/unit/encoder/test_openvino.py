@@ -1,0 +1,183 @@
+"""OpenVINO's bfloat16 compile of the ONNX export: a document lane candidate where the CPU runs
+bfloat16 natively, kept only when it measures fastest and matches float32."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.common import texts
+from core.enums import EmbedKind, EncoderBackend, EncoderPrecision
+from core.settings import Settings
+from encoder import openvino, runners
+from encoder.openvino import OpenVinoRunner
+from encoder.registry import LoadedModel, ModelRegistry
+from encoder.runners import Measured, TorchRunner
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+# Short queries, ~60-word documents and texts past 256 tokens (truncated), in one padded batch.
+BATCH = texts.queries(4) + texts.documents(4) + texts.seed_documents(2) + ["Hello, World!"]
+
+native = pytest.mark.skipif(
+    not openvino.native_bf16(), reason="OpenVINO runs bfloat16 natively only with avx512_bf16/AMX"
+)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")  # one ONNX export for the module
+
+
+def load(
+    data_dir: Path,
+    precision: EncoderPrecision = EncoderPrecision.AUTO,
+    backend: EncoderBackend = EncoderBackend.AUTO,
+) -> LoadedModel:
+    settings = Settings(
+        data_dir=data_dir, device="cpu", encoder_precision=precision, encoder_backend=backend
+    )
+    return asyncio.run(ModelRegistry(settings).get(MINILM))
+
+
+def measured_at(
+    by_name: dict[str, float],
+) -> Callable[[Sequence[runners.Runner], object], list[Measured]]:
+    """A stand-in for runners.time_runners: these rates, by runner name (ONNX's for queries)."""
+
+    def measure(candidates: Sequence[runners.Runner], calls: object) -> list[Measured]:
+        return [Measured(runner.name, by_name[runner.name]) for runner in candidates]
+
+    return measure
+
+
+@pytest.fixture(scope="module")
+def minilm(data_dir: Path) -> LoadedModel:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            runners,
+            "time_runners",
+            measured_at(
+                {"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0, "openvino-bf16": 150.0}
+            ),
+        )
+        return load(data_dir)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@native
+def test_auto_takes_openvino_for_documents_when_it_is_fastest(minilm: LoadedModel) -> None:
+    assert isinstance(minilm.runner(EmbedKind.DOCUMENT), OpenVinoRunner)
+    assert minilm.lanes == "openvino-bf16+onnx"  # queries stay on ONNX Runtime
+
+
+@native
+@pytest.mark.parametrize("normalize", [True, False])
+def test_its_embeddings_match_float32(minilm: LoadedModel, normalize: bool) -> None:
+    reference = TorchRunner(minilm.model).encode(BATCH, normalize)
+    found = np.asarray(minilm.embed_fn(normalize, keep_case=True)(BATCH))
+    assert cosines(found, reference).min() >= runners.PROBE_MIN_COSINE
+    norms = np.linalg.norm(found, axis=1)
+    if normalize:
+        assert np.allclose(norms, 1.0, atol=1e-5)
+    else:
+        assert np.allclose(norms, np.linalg.norm(reference, axis=1), rtol=1e-2)
+
+
+@native
+def test_a_text_embeds_the_same_alone_and_in_a_longer_padded_batch(minilm: LoadedModel) -> None:
+    embed = minilm.embed_fn(True, False)
+    alone = np.asarray(embed(["a short text"]))
+    batched = np.asarray(embed(["a short text", texts.seed_documents(1)[0]])[:1])
+    assert cosines(alone, batched).min() >= 0.999
+
+
+@native
+def test_calls_side_by_side_give_what_calls_one_at_a_time_give(minilm: LoadedModel) -> None:
+    """The lane runs two batches at once, each on its own thread's infer request."""
+    runner = minilm.runner(EmbedKind.DOCUMENT)
+    batches = [texts.documents(8)[i::4] for i in range(4)] * 3
+    alone = [runner.encode(batch, True) for batch in batches]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda batch: runner.encode(batch, True), batches))
+    for a, b in zip(alone, together, strict=True):
+        assert cosines(a, b).min() >= 0.99999
+
+
+@native
+def test_a_faster_torch_bfloat16_keeps_the_lane(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        runners,
+        "time_runners",
+        measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 150.0, "openvino-bf16": 120.0}),
+    )
+    assert load(data_dir).runner(EmbedKind.DOCUMENT).name == "torch-bf16"
+
+
+@native
+def test_an_openvino_compile_that_disagrees_is_never_taken(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        runners,
+        "time_runners",
+        measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0, "openvino-bf16": 900.0}),
+    )
+    real = runners.probe
+    monkeypatch.setattr(
+        runners,
+        "probe",
+        lambda model, runner: 0.98 if runner.name == "openvino-bf16" else real(model, runner),
+    )
+    assert load(data_dir).runner(EmbedKind.DOCUMENT).name == "torch-bf16"
+
+
+@pytest.mark.parametrize(
+    ("precision", "backend"),
+    [
+        (EncoderPrecision.BF16, EncoderBackend.AUTO),  # forced: torch's bfloat16, untimed
+        (EncoderPrecision.FP32, EncoderBackend.AUTO),
+        (EncoderPrecision.AUTO, EncoderBackend.TORCH),  # no export to compile
+    ],
+)
+def test_it_is_offered_only_with_auto_precision_and_backend(
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: EncoderPrecision,
+    backend: EncoderBackend,
+) -> None:
+    offered: list[list[str]] = []
+
+    def measure(candidates: Sequence[runners.Runner], calls: object) -> list[Measured]:
+        offered.append([runner.name for runner in candidates])
+        return [Measured(runner.name, 100.0) for runner in candidates]
+
+    monkeypatch.setattr(runners, "time_runners", measure)
+    model = load(data_dir, precision, backend)
+    assert not any("openvino" in name for names in offered for name in names)
+    assert not isinstance(model.runner(EmbedKind.DOCUMENT), OpenVinoRunner)
+
+
+def test_not_offered_where_the_cpu_has_no_native_bfloat16(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openvino, "native_bf16", lambda: False)
+    monkeypatch.setattr(
+        runners, "time_runners", measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
+    )
+    model = load(data_dir)
+    assert model.runner(EmbedKind.DOCUMENT).name == "torch-bf16"
