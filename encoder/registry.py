@@ -177,7 +177,8 @@ def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
     """ONNX Runtime on CPU, torch on CUDA. On CPU, `auto` makes ONNX the query lane's default,
     timed against torch at load (2.6 ms a query, torch 6.7 on an AMX Xeon), and leaves document
     batches to torch (17 % faster on 250-token abstracts, even on ~60 words, with torch 2.13:
-    docs/benchmarks.md, bench/ingest); `onnx` runs both lanes on ONNX, untimed."""
+    docs/benchmarks.md, bench/ingest) or to OpenVINO's compile of the export where that measures
+    faster; `onnx` runs both lanes on ONNX, untimed."""
     if device != "cpu":
         if wanted is EncoderBackend.ONNX:
             log.warning("BRAID_ENCODER_BACKEND=onnx runs on CPU only; using torch on %s", device)

@@ -3,7 +3,8 @@
 A runner turns texts into float32 embeddings: `TorchRunner` is sentence-transformers' own
 `encode()`; `Fp32Runner` and `Bf16Runner` run module 0 (the transformer) themselves, in float32 or
 on a bfloat16 copy of its weights, and the modules after it (pooling, dense layers) and the
-normalization in float32, as the ONNX runner does after its session.
+normalization in float32, as the ONNX runner does after its session. The registry may offer the
+document lane more candidates (`encoder.openvino`: OpenVINO's bfloat16 compile of the export).
 
 Which one is fastest depends on the CPU, not on a flag it reports: bfloat16 ran all-MiniLM-L6-v2
 3.4× as fast as float32 on an AMX Xeon and 2.6× on AMD Zen 5 (no AMX), and where the CPU has no
