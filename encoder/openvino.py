@@ -91,3 +91,16 @@ class OpenVinoRunner:
         hidden = request.infer(feed)[OUTPUT]
         features["token_embeddings"] = torch.from_numpy(np.array(hidden, dtype=np.float32))
         return finish(self._model, features, normalize)
+
+
+def openvino_runner(
+    model: SentenceTransformer, path: Path, threads: int, streams: int
+) -> OpenVinoRunner | None:
+    """The runner, compiled and tried on a text; None (logged) where OpenVINO refuses the export."""
+    try:
+        runner = OpenVinoRunner(model, path, threads, streams)
+        runner.encode(["a first text"], normalize=False)
+    except Exception as exc:  # a third-party compiler: any failure means "not this lane"
+        log.warning("OpenVINO cannot run this model: %s: %s", type(exc).__name__, exc)
+        return None
+    return runner

@@ -307,12 +307,11 @@ class ModelRegistry:
         loaded.backend = EncoderBackend.ONNX
         found = Backend({onnx.OnnxRunner.name: cosine})
         if wanted is EncoderBackend.AUTO and openvino.native_bf16():
-            streams = self._settings.document_workers
-            found.documents_also.append(
-                openvino.OpenVinoRunner(
-                    loaded.model, exported, self._settings.threads_per_encoder, streams
-                )
+            settings = self._settings
+            compiled = openvino.openvino_runner(
+                loaded.model, exported, settings.threads_per_encoder, settings.document_workers
             )
+            found.documents_also += [compiled] if compiled else []
         return found
 
     def _attach_lanes(self, loaded: LoadedModel, device: str, backend: Backend) -> None:

@@ -46,7 +46,8 @@ def machine() -> str:
     return (
         f"{os.cpu_count()} cores ({_cpu_model()}), {_memory_gib():.0f} GiB, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-        f"torch {_version('torch')}, onnxruntime {_version('onnxruntime')}, openvino {_version('openvino')}, "
+        f"torch {_version('torch')}, onnxruntime {_version('onnxruntime')}, "
+        f"openvino {_version('openvino')}, "
         f"sentence-transformers {_version('sentence-transformers')}; load average at start {load}"
     )
 

@@ -4,6 +4,7 @@ bfloat16 natively, kept only when it measures fastest and matches float32."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -181,3 +182,20 @@ def test_not_offered_where_the_cpu_has_no_native_bfloat16(
     )
     model = load(data_dir)
     assert model.runner(EmbedKind.DOCUMENT).name == "torch-bf16"
+
+
+@native
+def test_a_model_openvino_cannot_run_loads_without_it(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(self: OpenVinoRunner, texts: list[str], normalize: bool) -> np.ndarray:
+        raise RuntimeError("unsupported operation")
+
+    monkeypatch.setattr(OpenVinoRunner, "encode", refuse)
+    monkeypatch.setattr(
+        runners, "time_runners", measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
+    )
+    with caplog.at_level(logging.WARNING, logger="encoder"):
+        model = load(data_dir)
+    assert model.runner(EmbedKind.DOCUMENT).name == "torch-bf16"
+    assert any("OpenVINO cannot run" in r.getMessage() for r in caplog.records)
