@@ -7,8 +7,10 @@ cosine to float32 0.99996 (docs/benchmarks.md, issue 32). The lane picker times 
 and keeps it only if it is faster there and matches float32 (`runners.LanePicker`).
 
 - The compiled model has one stream per document call the lane runs side by side, each with
-  its share of the threads; a call runs in the thread that makes it (its nice value applies),
-  on an infer request of that thread's own.
+  its share of the threads; each calling thread has an infer request of its own.
+- A call runs on its stream's threads, not the caller's, and those are started by the compile:
+  it runs in a thread of its own at the document lane's nice value, so they inherit it and
+  queries, the event loop and the broker still preempt bulk embedding.
 - Token lengths are padded as the torch runners pad them (`runners.pad_tokens`), so a lane sees
   few shapes and its memory levels off.
 - Tokenizing and the modules after the transformer are sentence-transformers' own
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from encoder.batcher import lower_priority
 from encoder.onnx import OUTPUT
 from encoder.runners import finish, pad_tokens
 
@@ -52,16 +56,19 @@ class OpenVinoRunner:
 
     name = "openvino-bf16"
 
-    def __init__(self, model: SentenceTransformer, path: Path, threads: int, streams: int) -> None:
+    def __init__(
+        self, model: SentenceTransformer, path: Path, threads: int, streams: int, nice: int = 0
+    ) -> None:
         self._model = model
         self._path = path
         self._threads = max(threads, streams)
         self._streams = streams
-        self._compiled = self._compile()
+        self._compiled = self._compile(nice)
         self._requests = threading.local()
 
-    def _compile(self) -> Any:
-        """Compiled at once, so the lane picker times runs, not the compile (~0.5 s)."""
+    def _compile(self, nice: int) -> Any:
+        """Compiled at once, so the lane picker times runs, not the compile (~0.5 s), in a thread
+        at `nice`, which the streams' threads it starts inherit."""
         import openvino
 
         config = {
@@ -71,7 +78,9 @@ class OpenVinoRunner:
             # The cores are shared with the broker, the event loop and the query lane.
             "ENABLE_CPU_PINNING": False,
         }
-        return openvino.Core().compile_model(str(self._path), "CPU", config)
+        with ThreadPoolExecutor(1, initializer=lower_priority, initargs=(nice,)) as compiler:
+            work = compiler.submit(openvino.Core().compile_model, str(self._path), "CPU", config)
+            return work.result()
 
     def _request(self) -> Any:
         request = getattr(self._requests, "request", None)
@@ -94,11 +103,11 @@ class OpenVinoRunner:
 
 
 def openvino_runner(
-    model: SentenceTransformer, path: Path, threads: int, streams: int
+    model: SentenceTransformer, path: Path, threads: int, streams: int, nice: int
 ) -> OpenVinoRunner | None:
     """The runner, compiled and tried on a text; None (logged) where OpenVINO refuses the export."""
     try:
-        runner = OpenVinoRunner(model, path, threads, streams)
+        runner = OpenVinoRunner(model, path, threads, streams, nice)
         runner.encode(["a first text"], normalize=False)
     except Exception as exc:  # a third-party compiler: any failure means "not this lane"
         log.warning("OpenVINO cannot run this model: %s: %s", type(exc).__name__, exc)

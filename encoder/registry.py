@@ -309,7 +309,11 @@ class ModelRegistry:
         if wanted is EncoderBackend.AUTO and openvino.native_bf16():
             settings = self._settings
             compiled = openvino.openvino_runner(
-                loaded.model, exported, settings.threads_per_encoder, settings.document_workers
+                loaded.model,
+                exported,
+                settings.threads_per_encoder,
+                settings.document_workers,
+                settings.document_nice,
             )
             found.documents_also += [compiled] if compiled else []
         return found

@@ -4,7 +4,10 @@ bfloat16 natively, kept only when it measures fastest and matches float32."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -115,6 +118,36 @@ def test_calls_side_by_side_give_what_calls_one_at_a_time_give(minilm: LoadedMod
         together = list(pool.map(lambda batch: runner.encode(batch, True), batches))
     for a, b in zip(alone, together, strict=True):
         assert cosines(a, b).min() >= 0.99999
+
+
+def thread_cpu() -> dict[int, tuple[float, int]]:
+    """CPU seconds and nice value of each of this process's threads (Linux /proc)."""
+    found = {}
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks = int(fields[11]) + int(fields[12])
+            found[int(tid)] = (ticks / os.sysconf("SC_CLK_TCK"), int(fields[16]))
+    return found
+
+
+@native
+def test_its_batches_run_at_the_nice_value_it_is_given(minilm: LoadedModel, data_dir: Path) -> None:
+    """OpenVINO runs a call on its streams' threads: they must yield to queries as the document
+    lane's own threads do."""
+    (exported,) = (data_dir / "onnx").rglob("model.onnx")
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    runner = OpenVinoRunner(minilm.model, exported, threads=2, streams=2, nice=7)
+    before = thread_cpu()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda batch: runner.encode(batch, True), [texts.documents(16)] * 12))
+    used = {
+        tid: (cpu - before.get(tid, (0.0, nice))[0], nice)
+        for tid, (cpu, nice) in thread_cpu().items()
+    }
+    total = sum(cpu for cpu, _ in used.values())
+    lowered = sum(cpu for cpu, nice in used.values() if nice >= min(19, base + 7))
+    assert total > 0 and lowered / total >= 0.7
 
 
 @native
