@@ -8,9 +8,10 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,8 @@ from core.settings import Settings
 from encoder import openvino, runners
 from encoder.openvino import OpenVinoRunner
 from encoder.registry import LoadedModel, ModelRegistry
-from encoder.runners import Measured, TorchRunner
+from encoder.runners import Measured
+from tests.fixtures.lanes import assert_matches_float32, cosines, rates
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # Short queries, ~60-word documents and texts past 256 tokens (truncated), in one padded batch.
@@ -53,32 +55,15 @@ def load(
     return asyncio.run(ModelRegistry(settings).get(MINILM))
 
 
-def measured_at(
-    by_name: dict[str, float],
-) -> Callable[[Sequence[runners.Runner], object], list[Measured]]:
-    """A stand-in for runners.time_runners: these rates, by runner name (ONNX's for queries)."""
-
-    def measure(candidates: Sequence[runners.Runner], calls: object) -> list[Measured]:
-        return [Measured(runner.name, by_name[runner.name]) for runner in candidates]
-
-    return measure
-
-
 @pytest.fixture(scope="module")
 def minilm(data_dir: Path) -> LoadedModel:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
             runners,
             "time_runners",
-            measured_at(
-                {"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0, "openvino-bf16": 150.0}
-            ),
+            rates({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0, "openvino-bf16": 150.0}),
         )
         return load(data_dir)
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 @native
@@ -90,14 +75,7 @@ def test_auto_takes_openvino_for_documents_when_it_is_fastest(minilm: LoadedMode
 @native
 @pytest.mark.parametrize("normalize", [True, False])
 def test_its_embeddings_match_float32(minilm: LoadedModel, normalize: bool) -> None:
-    reference = TorchRunner(minilm.model).encode(BATCH, normalize)
-    found = np.asarray(minilm.embed_fn(normalize, keep_case=True)(BATCH))
-    assert cosines(found, reference).min() >= runners.PROBE_MIN_COSINE
-    norms = np.linalg.norm(found, axis=1)
-    if normalize:
-        assert np.allclose(norms, 1.0, atol=1e-5)
-    else:
-        assert np.allclose(norms, np.linalg.norm(reference, axis=1), rtol=1e-2)
+    assert_matches_float32(minilm, BATCH, normalize)
 
 
 @native
@@ -151,32 +129,29 @@ def test_its_batches_run_at_the_nice_value_it_is_given(minilm: LoadedModel, data
 
 
 @native
-def test_a_faster_torch_bfloat16_keeps_the_lane(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("openvino_rate", "openvino_cosine"),
+    [(120.0, None), (900.0, 0.98)],  # slower than torch's bfloat16; far faster, but differs
+)
+def test_torch_bfloat16_keeps_the_lane_from_a_slower_or_differing_openvino(
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    openvino_rate: float,
+    openvino_cosine: float | None,
 ) -> None:
     monkeypatch.setattr(
         runners,
         "time_runners",
-        measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 150.0, "openvino-bf16": 120.0}),
-    )
-    assert load(data_dir).runner(EmbedKind.DOCUMENT).name == "torch-bf16"
-
-
-@native
-def test_an_openvino_compile_that_disagrees_is_never_taken(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(
-        runners,
-        "time_runners",
-        measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0, "openvino-bf16": 900.0}),
+        rates({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 150.0, "openvino-bf16": openvino_rate}),
     )
     real = runners.probe
-    monkeypatch.setattr(
-        runners,
-        "probe",
-        lambda model, runner: 0.98 if runner.name == "openvino-bf16" else real(model, runner),
-    )
+
+    def probe(model: Any, runner: runners.Runner) -> float:
+        if openvino_cosine is not None and runner.name == "openvino-bf16":
+            return openvino_cosine
+        return real(model, runner)
+
+    monkeypatch.setattr(runners, "probe", probe)
     assert load(data_dir).runner(EmbedKind.DOCUMENT).name == "torch-bf16"
 
 
@@ -211,7 +186,7 @@ def test_not_offered_where_the_cpu_has_no_native_bfloat16(
 ) -> None:
     monkeypatch.setattr(openvino, "native_bf16", lambda: False)
     monkeypatch.setattr(
-        runners, "time_runners", measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
+        runners, "time_runners", rates({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
     )
     model = load(data_dir)
     assert model.runner(EmbedKind.DOCUMENT).name == "torch-bf16"
@@ -226,7 +201,7 @@ def test_a_model_openvino_cannot_run_loads_without_it(
 
     monkeypatch.setattr(OpenVinoRunner, "encode", refuse)
     monkeypatch.setattr(
-        runners, "time_runners", measured_at({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
+        runners, "time_runners", rates({"onnx": 1000.0, "torch": 50.0, "torch-bf16": 100.0})
     )
     with caplog.at_level(logging.WARNING, logger="encoder"):
         model = load(data_dir)

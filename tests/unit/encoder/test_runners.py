@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from core.settings import Settings
 from encoder import runners
 from encoder.registry import LoadedModel, ModelRegistry
 from encoder.runners import Bf16Runner, Fp32Runner, Measured, TorchRunner, choose_lane
+from tests.fixtures.lanes import assert_matches_float32, cosines, rates
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # Short queries, ~60-word documents and texts past 256 tokens (truncated), in one padded batch.
@@ -44,26 +44,11 @@ def untimed(*args: object) -> list[Measured]:
     raise AssertionError("a forced precision is not timed")
 
 
-def rates(
-    by_name: dict[str, float],
-) -> Callable[[Sequence[runners.Runner], object], list[Measured]]:
-    """A stand-in for runners.time_runners: these rates, by runner name."""
-
-    def measure(candidates: Sequence[runners.Runner], calls: object) -> list[Measured]:
-        return [Measured(runner.name, by_name[runner.name]) for runner in candidates]
-
-    return measure
-
-
 @pytest.fixture(scope="module")
 def bf16(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runners, "time_runners", untimed)
         return load(tmp_path_factory.mktemp("data"), EncoderPrecision.BF16)
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def test_forced_bf16_runs_both_torch_lanes_untimed(bf16: LoadedModel) -> None:
@@ -74,14 +59,7 @@ def test_forced_bf16_runs_both_torch_lanes_untimed(bf16: LoadedModel) -> None:
 
 @pytest.mark.parametrize("normalize", [True, False])
 def test_bf16_embeddings_match_float32(bf16: LoadedModel, normalize: bool) -> None:
-    reference = TorchRunner(bf16.model).encode(BATCH, normalize)
-    found = np.asarray(bf16.embed_fn(normalize, keep_case=True)(BATCH))
-    assert cosines(found, reference).min() >= runners.PROBE_MIN_COSINE
-    norms = np.linalg.norm(found, axis=1)
-    if normalize:  # normalized in float32, after the bfloat16 transformer
-        assert np.allclose(norms, 1.0, atol=1e-5)
-    else:
-        assert np.allclose(norms, np.linalg.norm(reference, axis=1), rtol=1e-2)
+    assert_matches_float32(bf16, BATCH, normalize)
 
 
 @pytest.mark.parametrize("normalize", [True, False])
