@@ -11,8 +11,9 @@ from harness.stack import Stack
 
 CPUINFO = Path("/proc/cpuinfo")
 FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
-# Encoder log lines that say what a model's lanes run on, or why a precision was not taken.
-LOGGED = ("loaded model", "bfloat16", "precision")
+# Encoder log lines that say what a model's lanes run on and why (each lane's timed candidates
+# and its choice), or why a precision or runner was not taken.
+LOGGED = ("loaded model", " lane (", "bfloat16", "precision", "openvino")
 BASELINES = (
     "`encode()` before / after: float32 (defaults: the model as `SentenceTransformer` loads it)",
     "`encode()` on bfloat16: bfloat16 (model cast, `model.to(torch.bfloat16)`)",

@@ -37,11 +37,15 @@ def test_the_encoder_lines_kept_are_those_about_the_model_and_its_precision() ->
         "encoder-1": (
             "INFO model device cpu, 1 intra-op threads\n"
             "WARNING bfloat16 embeddings differ from float32 (cosine 0.99000): kept float32\n"
+            "WARNING OpenVINO cannot run this model: RuntimeError: unsupported\n"
+            "INFO m document lane (texts a second): torch 60/s; runs torch: the only one\n"
             "INFO loaded model m@default from p on cpu/torch-bf16+onnx (dim 384)\n"
         ),
     }
     assert precision.picked(logs) == [
         "encoder-1: WARNING bfloat16 embeddings differ from float32 (cosine 0.99000): kept float32",
+        "encoder-1: WARNING OpenVINO cannot run this model: RuntimeError: unsupported",
+        "encoder-1: INFO m document lane (texts a second): torch 60/s; runs torch: the only one",
         "encoder-1: INFO loaded model m@default from p on cpu/torch-bf16+onnx (dim 384)",
         "encoder-2: INFO loaded model m@default from p on cpu/torch",
     ]
