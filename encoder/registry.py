@@ -289,8 +289,9 @@ class ModelRegistry:
 
     def _attach_backend(self, loaded: LoadedModel, path: Path, device: str) -> Backend:
         """Give the model ONNX runners when that backend is picked and works for it: both lanes
-        when asked for (`onnx`), the query lane's default only (`auto`); with `auto`, offer the
-        document lane OpenVINO's bfloat16 compile of the same export where the CPU runs it."""
+        when asked for (`onnx`), the query lane's default only (`auto`); with `auto` backend and
+        precision, offer the document lane OpenVINO's bfloat16 compile of the same export where
+        the CPU runs it."""
         wanted = self._settings.encoder_backend
         if pick_backend(wanted, device) is not EncoderBackend.ONNX:
             return Backend()
@@ -306,8 +307,9 @@ class ModelRegistry:
             return Backend()
         loaded.backend = EncoderBackend.ONNX
         found = Backend({onnx.OnnxRunner.name: cosine})
-        if wanted is EncoderBackend.AUTO and openvino.native_bf16():
-            settings = self._settings
+        settings = self._settings
+        timed = settings.encoder_precision is EncoderPrecision.AUTO  # forced: torch, untimed
+        if wanted is EncoderBackend.AUTO and timed and openvino.native_bf16():
             compiled = openvino.openvino_runner(
                 loaded.model,
                 exported,

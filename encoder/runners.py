@@ -299,7 +299,7 @@ class LanePicker:
         self._model = model
         self._precision = precision
         self._cosines = {TorchRunner.name: 1.0, **cosines}
-        self._documents_also = list(documents_also) if precision is EncoderPrecision.AUTO else []
+        self._documents_also = list(documents_also)
         self._bf16 = None if precision is EncoderPrecision.FP32 else bf16_runner(model)
         if self._bf16 and precision is EncoderPrecision.BF16:  # forced: untimed, still probed
             cosine = self.cosine(self._bf16)
@@ -313,8 +313,8 @@ class LanePicker:
         return self._cosines[runner.name]
 
     def candidates(self, kind: EmbedKind, default: Runner | None) -> list[Runner]:
-        """`default` (an ONNX runner) if any, the torch runners the precision allows, then (auto
-        precision, documents) the other runners the registry offers (OpenVINO)."""
+        """`default` (an ONNX runner) if any, the torch runners the precision allows, then for
+        documents the other runners the registry offers (OpenVINO, with auto precision only)."""
         fp32 = Fp32Runner(self._model) if kind is EmbedKind.DOCUMENT else TorchRunner(self._model)
         torch: list[Runner] = [fp32]
         if self._bf16 is not None:

@@ -155,6 +155,7 @@ def test_torch_bfloat16_keeps_the_lane_from_a_slower_or_differing_openvino(
     assert load(data_dir).runner(EmbedKind.DOCUMENT).name == "torch-bf16"
 
 
+@native
 @pytest.mark.parametrize(
     ("precision", "backend"),
     [
@@ -175,8 +176,17 @@ def test_it_is_offered_only_with_auto_precision_and_backend(
         offered.append([runner.name for runner in candidates])
         return [Measured(runner.name, 100.0) for runner in candidates]
 
+    compiled: list[object] = []
+    real = openvino.openvino_runner
+
+    def counted(*args: Any) -> OpenVinoRunner | None:
+        compiled.append(args)
+        return real(*args)
+
     monkeypatch.setattr(runners, "time_runners", measure)
+    monkeypatch.setattr(openvino, "openvino_runner", counted)
     model = load(data_dir, precision, backend)
+    assert not compiled  # not even compiled: ~0.5 s of start-up for nothing
     assert not any("openvino" in name for names in offered for name in names)
     assert not isinstance(model.runner(EmbedKind.DOCUMENT), OpenVinoRunner)
 
