@@ -32,18 +32,14 @@ from core.delivery import (
     QueueState,
     answer,
     broker_version,
+    connect,
     queue_states,
     reply_body,
     reply_message,
     settle,
 )
 from core.enums import UnavailableReason
-from core.errors import (
-    BraidError,
-    QueueFull,
-    RpcTimeout,
-    Unavailable,
-)
+from core.errors import BraidError, QueueFull, RpcTimeout, Unavailable
 from core.metrics import RPC_SECONDS, Recorder
 from core.retry import reconnect_delay_s
 from core.subscription import OnMessage, Subscription, declare, subscribe
@@ -154,10 +150,12 @@ class Bus:
             raise self._unavailable(exc) from exc
 
     async def broadcast(self, exchange: str, body: bytes) -> None:
-        """Publish to a fanout exchange, unconfirmed, in order (no listener: dropped)."""
+        """Publish to a fanout exchange, unconfirmed, in order (no listener: dropped, not
+        returned to us as unroutable)."""
         message = aio_pika.Message(body, content_type="application/octet-stream")
         try:
-            await (await self._live().fanout(exchange)).publish(message, routing_key="")
+            fanout = await self._live().fanout(exchange)
+            await fanout.publish(message, routing_key="", mandatory=False)
         except CHANNEL_GONE as exc:
             raise self._unavailable(exc) from exc
 
@@ -313,7 +311,7 @@ class Bus:
 
     async def _open(self) -> None:
         """Connect, declare what was declared, consume what was consumed (under the lock)."""
-        connection = await aio_pika.connect(self._url, timeout=10)
+        connection = await connect(self._url, timeout_s=10)
         try:
             channels = Channels(connection, self._retry_after_s)
             publishing = await channels.publishing()

@@ -1,6 +1,6 @@
-"""One delivery and one queue as a consumer sees them: settling a message whose channel may be
-gone, the answer to an RPC request and the body of its reply, and a queue's depth and consumers
-(what readiness reads)."""
+"""One delivery and one queue as a consumer sees them: opening the connection, settling a message
+whose channel may be gone, the answer to an RPC request and the body of its reply, and a queue's
+depth and consumers (what readiness reads)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,22 @@ ERROR_MESSAGE = "x-error-message"
 ERROR_REASON = "x-error-reason"
 # Errors that mean "the channel or connection went away": the broker redelivers what was unacked.
 CHANNEL_GONE = (AMQPError, ConnectionError, RuntimeError)
+
+
+async def connect(url: str, timeout_s: float) -> AbstractConnection:
+    """`aio_pika.connect`, except that a connection which fails to open is closed here.
+
+    Left to the garbage collector, its `__del__` makes a `close()` coroutine that nobody awaits
+    when it runs off the event loop's thread, and the warning about it imports modules in that
+    thread. Inside another import there (an encoder loading torch for its first model), CPython
+    3.11's import lock then fails that import with a KeyError: a 500 on a collection's create."""
+    connection = aio_pika.Connection(aio_pika.connection.make_url(url))
+    try:
+        await connection.connect(timeout=timeout_s)
+    except BaseException:
+        await connection.close()
+        raise
+    return connection
 
 
 async def settle(message: AbstractIncomingMessage, *, requeue: bool | None = None) -> bool:

@@ -70,14 +70,23 @@ class Container:
         self.data = folder / "braid-data"
 
     def sh(self, command: str, timeout: float = 120) -> str:
-        """Run a README command as written, from the test's folder."""
-        done = subprocess.run(
-            ["bash", "-c", command],
-            cwd=self.folder,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        """Run a README command as written, from the test's folder; one that hangs fails with
+        what it printed and the container's logs."""
+        try:
+            done = subprocess.run(
+                ["bash", "-c", command],
+                cwd=self.folder,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            output = exc.stdout or b""  # bytes, even with text=True
+            printed = output if isinstance(output, str) else output.decode(errors="replace")
+            raise AssertionError(
+                f"{command}\nstill running after {timeout:g} s; it printed:\n{printed}\n"
+                f"{self.log_tails()}"
+            ) from None
         assert done.returncode == 0, f"{command}: {done.stderr.strip()}\n{self.log_tails()}"
         return done.stdout.strip()
 
