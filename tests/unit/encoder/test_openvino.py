@@ -79,6 +79,15 @@ def test_its_embeddings_match_float32(minilm: LoadedModel, normalize: bool) -> N
 
 
 @native
+def test_a_lane_batch_longer_than_its_calls_comes_back_whole_and_in_order(
+    minilm: LoadedModel,
+) -> None:
+    """The lane hands the runner up to 32 texts; it runs openvino.BATCH texts a call."""
+    many = (BATCH * 4)[: openvino.BATCH * 2 + 3]
+    assert_matches_float32(minilm, many, normalize=True)
+
+
+@native
 def test_a_text_embeds_the_same_alone_and_in_a_longer_padded_batch(minilm: LoadedModel) -> None:
     embed = minilm.embed_fn(True, False)
     alone = np.asarray(embed(["a short text"]))
