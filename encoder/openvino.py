@@ -19,6 +19,7 @@ and keeps it only if it is faster there and matches float32 (`runners.LanePicker
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -41,14 +42,22 @@ log = logging.getLogger(__name__)
 BATCH = 16
 
 
+@functools.cache
+def _core() -> Any:
+    """The process's OpenVINO runtime: it reads the CPU's capabilities and compiles."""
+    import openvino
+
+    return openvino.Core()
+
+
 def native_bf16() -> bool:
     """Whether OpenVINO is installed and runs bfloat16 natively on this CPU."""
     try:
-        import openvino
+        core = _core()
     except ImportError:
         return False
     try:
-        capabilities = openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        capabilities = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     except RuntimeError as exc:  # no CPU plugin: nothing to offer
         log.warning("OpenVINO has no CPU device here: %s", exc)
         return False
@@ -73,8 +82,6 @@ class OpenVinoRunner:
     def _compile(self, nice: int) -> Any:
         """Compiled at once, so the lane picker times runs, not the compile (~0.5 s), in a thread
         at `nice`, which the streams' threads it starts inherit."""
-        import openvino
-
         config = {
             "INFERENCE_PRECISION_HINT": "bf16",
             "NUM_STREAMS": self._streams,
@@ -83,7 +90,7 @@ class OpenVinoRunner:
             "ENABLE_CPU_PINNING": False,
         }
         with ThreadPoolExecutor(1, initializer=lower_priority, initargs=(nice,)) as compiler:
-            work = compiler.submit(openvino.Core().compile_model, str(self._path), "CPU", config)
+            work = compiler.submit(_core().compile_model, str(self._path), "CPU", config)
             return work.result()
 
     def _request(self) -> Any:
