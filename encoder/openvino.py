@@ -101,8 +101,6 @@ class OpenVinoRunner:
 
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
         """Run BATCH texts a call at most: a lane's batch is split here."""
-        if len(texts) <= BATCH:
-            return self._encode(texts, normalize)
         parts = [self._encode(texts[i : i + BATCH], normalize) for i in range(0, len(texts), BATCH)]
         return np.concatenate(parts)
 
