@@ -79,10 +79,11 @@ class _Group:
 # that longest is long enough for padding to cost more than an extra model call.
 SPLIT_RATIO = 0.5
 SPLIT_MIN_CHARS = 400
-# The document lane takes up to SORT_WINDOW model batches of texts at once and sorts them by
-# length before cutting the model calls, as sentence-transformers' encode() sorts its whole input:
-# sorting 32 texts at a time left ~5 % more padding on ~60-word texts (docs/benchmarks.md). Not
-# more: one lane batch of every text in flight left the second document worker idle.
+# The document lane takes up to SORT_WINDOW model batches of texts at once and hands them to the
+# model's runner, which sorts them by token length and cuts its calls (`runners.in_calls`), as
+# sentence-transformers' encode() sorts its whole input: sorting 32 texts at a time left ~5 % more
+# padding on ~60-word texts (docs/benchmarks.md). Not more: one lane batch of every text in
+# flight left the second document worker idle.
 SORT_WINDOW = 2
 
 
@@ -123,11 +124,9 @@ class Lane:
         on_batch: OnBatch | None = None,
         workers: int = 1,
         nice: int = 0,
-        model_batch: int | None = None,
     ) -> None:
         self.kind = kind
         self._max_texts = max_texts
-        self._model_batch = model_batch or max_texts
         self._on_batch = on_batch
         self._wait_s = wait_ms / 1000.0
         self._drain_s = drain_s
@@ -253,7 +252,7 @@ class Lane:
         self._running[id(pieces)] = pieces
         try:
             vectors, elapsed_ms = await asyncio.get_running_loop().run_in_executor(
-                self._executor, _timed, embed_fn, [texts[i] for i in order], self._model_batch
+                self._executor, _timed, embed_fn, [texts[i] for i in order]
             )
             if len(vectors) != len(texts):
                 raise RuntimeError(
@@ -314,8 +313,8 @@ class Batcher:
         document_nice: int = 0,
         sort_window: int = 1,
     ) -> None:
-        """`sort_window`: the document lane takes up to that many batches of `max_texts` at once,
-        sorts them by length and runs them `max_texts` at a time (SORT_WINDOW in a holder)."""
+        """`sort_window`: the document lane takes up to that many batches of `max_texts` at once
+        and sorts them by length (SORT_WINDOW in a holder); the model's runner cuts its calls."""
         query = (query_max_texts or max_texts, wait_ms if query_wait_ms is None else query_wait_ms)
         self._lanes = {
             EmbedKind.QUERY: Lane(EmbedKind.QUERY, *query, drain_s, on_batch),
@@ -327,7 +326,6 @@ class Batcher:
                 on_batch,
                 workers=document_workers,
                 nice=document_nice,
-                model_batch=max_texts,
             ),
         }
 
@@ -358,14 +356,11 @@ def lower_priority(nice: int) -> None:
             log.warning("could not lower the priority of a model thread: %s", exc)
 
 
-def _timed(
-    embed_fn: EmbedFn, texts: list[str], model_batch: int
-) -> tuple[Sequence[EmbedVector], float]:
-    """Run the model in the worker thread, `model_batch` texts a call at most, and time only the
-    model calls."""
+def _timed(embed_fn: EmbedFn, texts: list[str]) -> tuple[Sequence[EmbedVector], float]:
+    """Run the model in the worker thread, a length group a call (the runner cuts its own model
+    calls: `runners.in_calls`), and time only the model calls."""
     started = time.perf_counter()
     vectors: list[EmbedVector] = []
     for group in length_groups([len(text) for text in texts]):
-        for start in range(group.start, group.stop, model_batch):
-            vectors.extend(embed_fn(texts[start : min(start + model_batch, group.stop)]))
+        vectors.extend(embed_fn(texts[group]))
     return vectors, (time.perf_counter() - started) * 1000.0

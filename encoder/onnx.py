@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from encoder.runners import finish
+from encoder.runners import TOKEN_INPUTS, finish, in_calls
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries are then ignored
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "last_hidden_state"
 
 
@@ -92,7 +91,7 @@ def export(model: SentenceTransformer, target: Path) -> None:
     import torch
 
     hf_model = _transformer(model)
-    names = [name for name in INPUTS if name in _forward_params(hf_model)]
+    names = [name for name in TOKEN_INPUTS if name in _forward_params(hf_model)]
     sample = model.preprocess(["an example text", "another, somewhat longer example text"])
     previous = getattr(hf_model.config, "_attn_implementation", None)
 
@@ -150,7 +149,8 @@ def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
 
 
 class OnnxRunner:
-    """sentence-transformers' tokenizing and post-transformer modules around an ORT session.
+    """sentence-transformers' tokenizing and post-transformer modules around an ORT session, in
+    calls of `batch` texts (`runners.in_calls`).
 
     The session is made by the first thread that runs it: ORT's intra-op pool threads are
     created then and inherit that thread's CPU priority (the document lane's is lowered).
@@ -158,10 +158,11 @@ class OnnxRunner:
 
     name = "onnx"
 
-    def __init__(self, model: SentenceTransformer, path: Path, threads: int) -> None:
+    def __init__(self, model: SentenceTransformer, path: Path, threads: int, batch: int) -> None:
         self._model = model
         self._path = path
         self.threads = threads
+        self._batch = batch
         self._session: onnxruntime.InferenceSession | None = None
         self._lock = threading.Lock()
 
@@ -172,12 +173,21 @@ class OnnxRunner:
             return self._session
 
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        """Calls unpadded, as ORT always ran them here: a query pays for every token."""
+        return in_calls(
+            self._model, texts, self._batch, lambda call: self._call(call, normalize), pad=False
+        )
+
+    def _call(self, features: dict[str, Any], normalize: bool) -> np.ndarray:
         import torch
 
         ort_session = self._session or self._ready_session()
-        features = self._model.preprocess(texts)
-        inputs = [node.name for node in ort_session.get_inputs()]
-        feed = {name: features[name].numpy().astype(np.int64) for name in inputs}
+        feed = {node.name: token_feed(features, node.name) for node in ort_session.get_inputs()}
         hidden = ort_session.run([OUTPUT], feed)[0]
         features["token_embeddings"] = torch.from_numpy(hidden)
         return finish(self._model, features, normalize)
+
+
+def token_feed(features: dict[str, Any], name: str) -> np.ndarray:
+    """One of the tokenizer's tensors as the int64 array an exported graph takes."""
+    return np.asarray(features[name].numpy(), dtype=np.int64)

@@ -11,8 +11,8 @@ and keeps it only if it is faster there and matches float32 (`runners.LanePicker
 - A call runs on its stream's threads, not the caller's, and those are started by the compile:
   it runs in a thread of its own at the document lane's nice value, so they inherit it and
   queries, the event loop and the broker still preempt bulk embedding.
-- Token lengths are padded as the torch runners pad them (`runners.pad_tokens`), so a lane sees
-  few shapes and its memory levels off; a batch runs BATCH texts a call at most.
+- A batch runs in calls of BATCH texts, longest in tokens first, each padded as the torch
+  runners pad theirs (`runners.in_calls`), so a lane sees few shapes and its memory levels off.
 - Tokenizing and the modules after the transformer are sentence-transformers' own
   (`runners.finish`), as for ONNX Runtime.
 """
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from encoder.batcher import lower_priority
-from encoder.onnx import OUTPUT
-from encoder.runners import finish, pad_tokens
+from encoder.onnx import OUTPUT, token_feed
+from encoder.runners import finish, in_calls
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -100,19 +100,13 @@ class OpenVinoRunner:
         return request
 
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
-        """Run BATCH texts a call at most: a lane's batch is split here."""
-        parts = [self._encode(texts[i : i + BATCH], normalize) for i in range(0, len(texts), BATCH)]
-        return np.concatenate(parts)
+        return in_calls(self._model, texts, BATCH, lambda call: self._call(call, normalize))
 
-    def _encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+    def _call(self, features: dict[str, Any], normalize: bool) -> np.ndarray:
         import torch
 
         request = self._request()
-        features = pad_tokens(self._model.preprocess(texts), self._model.max_seq_length)
-        feed = {
-            port.any_name: features[port.any_name].numpy().astype(np.int64)
-            for port in request.model_inputs
-        }
+        feed = {port.any_name: token_feed(features, port.any_name) for port in request.model_inputs}
         hidden = request.infer(feed)[OUTPUT]
         features["token_embeddings"] = torch.from_numpy(np.array(hidden, dtype=np.float32))
         return finish(self._model, features, normalize)

@@ -192,14 +192,14 @@ def pick_backend(wanted: EncoderBackend, device: str) -> EncoderBackend:
 
 
 def onnx_runners(
-    model: SentenceTransformer, exported: Path, threads: dict[EmbedKind, int]
+    model: SentenceTransformer, exported: Path, threads: dict[EmbedKind, int], batch: int
 ) -> tuple[dict[EmbedKind, Runner], float]:
-    """One ORT session per lane on the export, and its worst cosine to torch; OnnxUnavailable if
-    it differs from torch."""
+    """One ORT session per lane on the export, in calls of `batch` texts, and its worst cosine to
+    torch; OnnxUnavailable if it differs from torch."""
     found: dict[EmbedKind, Runner] = {
-        kind: onnx.OnnxRunner(model, exported, count) for kind, count in threads.items()
+        kind: onnx.OnnxRunner(model, exported, count, batch) for kind, count in threads.items()
     }
-    cosine = runners.probe(model, onnx.OnnxRunner(model, exported, 1))
+    cosine = runners.probe(model, onnx.OnnxRunner(model, exported, 1, batch))
     if cosine < runners.PROBE_MIN_COSINE:
         raise onnx.OnnxUnavailable(f"ONNX embeddings differ from torch (cosine {cosine:.5f})")
     return found, cosine
@@ -301,7 +301,9 @@ class ModelRegistry:
         cache = self._settings.onnx_cache_dir / loaded.name
         try:
             exported = onnx.cached_export(loaded.model, path, cache)
-            loaded.runners, cosine = onnx_runners(loaded.model, exported, threads)
+            loaded.runners, cosine = onnx_runners(
+                loaded.model, exported, threads, self._settings.embed_batch_size
+            )
         except onnx.OnnxUnavailable as exc:
             log.warning("model %s stays on torch: %s", loaded.name, exc)
             return Backend()
@@ -330,7 +332,11 @@ class ModelRegistry:
                 log.warning("BRAID_ENCODER_PRECISION=bf16 applies to torch on CPU; not used here")
             return
         picker = runners.LanePicker(
-            loaded.model, precision, backend.cosines, backend.documents_also
+            loaded.model,
+            precision,
+            backend.cosines,
+            self._settings.embed_batch_size,
+            backend.documents_also,
         )
         for kind in (EmbedKind.DOCUMENT, EmbedKind.QUERY):
             loaded.runners[kind] = picker.pick(kind, loaded.runners.get(kind), loaded.name)

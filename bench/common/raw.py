@@ -22,13 +22,13 @@ def load(backend: EncoderBackend, data_dir: Path, model: str) -> LoadedModel:
     return asyncio.run(ModelRegistry(settings).get(model))
 
 
-def with_threads(model: LoadedModel, data_dir: Path, threads: int) -> LoadedModel:
-    """The same model with a document runner of `threads` intra-op threads (ONNX; torch takes
-    its thread count from `torch_threads`)."""
+def with_threads(model: LoadedModel, data_dir: Path, threads: int, batch: int) -> LoadedModel:
+    """The same model with a document runner of `threads` intra-op threads, `batch` texts a call
+    (ONNX; torch takes its thread count from `torch_threads`)."""
     if model.backend is not EncoderBackend.ONNX:
         return model
     (exported,) = (data_dir / "onnx").rglob("model.onnx")
-    runner = onnx.OnnxRunner(model.model, exported, threads)
+    runner = onnx.OnnxRunner(model.model, exported, threads, batch)
     return replace(model, runners={**model.runners, EmbedKind.DOCUMENT: runner})
 
 

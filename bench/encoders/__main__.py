@@ -122,8 +122,10 @@ class RawModels:
     def load(cls, scratch: Path) -> RawModels:
         settings = settings_for(1)
         model = raw.load(settings.encoder_backend, scratch, MODEL)
-        intra = raw.with_threads(model, scratch, settings.threads_per_encoder)
-        single = raw.with_threads(model, scratch, 1)
+        intra = raw.with_threads(
+            model, scratch, settings.threads_per_encoder, settings.embed_batch_size
+        )
+        single = raw.with_threads(model, scratch, 1, settings.embed_batch_size)
         return cls(intra, single, raw.load(EncoderBackend.TORCH, scratch, MODEL))
 
 

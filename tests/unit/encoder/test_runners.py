@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -67,7 +68,7 @@ def test_the_padded_float32_runner_gives_encodes_embeddings(
     bf16: LoadedModel, normalize: bool
 ) -> None:
     reference = TorchRunner(bf16.model).encode(BATCH, normalize)
-    found = Fp32Runner(bf16.model).encode(BATCH, normalize)
+    found = Fp32Runner(bf16.model, 4).encode(BATCH, normalize)  # calls of 4: cut and reordered
     assert cosines(found, reference).min() >= 0.99999
     assert np.allclose(np.linalg.norm(found, axis=1), np.linalg.norm(reference, axis=1), rtol=1e-4)
 
@@ -241,6 +242,27 @@ def test_token_lengths_are_padded_by_steps_that_grow_with_them() -> None:
     assert len(set(padded[:256])) == 20
     steps = {1: 8, 8: 8, 9: 16, 64: 64, 65: 72, 73: 80, 121: 128, 129: 160, 250: 256, 257: 288}
     assert {n: runners.padded_length(n) for n in steps} == steps
+
+
+def test_calls_run_longest_in_tokens_first_each_cut_to_its_own_longest(bf16: LoadedModel) -> None:
+    calls: list[list[int]] = []
+
+    def lengths(features: dict[str, Any]) -> np.ndarray:
+        """Each row's token count as its 'embedding', and the call's widths for the test."""
+        mask = features["attention_mask"]
+        assert features["input_ids"].shape == mask.shape
+        calls.append([int(mask.shape[1]), *mask.sum(dim=1).tolist()])
+        return mask.sum(dim=1, keepdim=True).numpy().astype(np.float32)
+
+    found = runners.in_calls(bf16.model, BATCH, 4, lengths)
+    tokens = [len(bf16.model.tokenizer(text, truncation=True)["input_ids"]) for text in BATCH]
+    assert found[:, 0].tolist() == tokens  # back in the caller's order
+    assert [len(call) - 1 for call in calls] == [4, 4, 3]
+    rows = [n for call in calls for n in call[1:]]
+    assert rows == sorted(tokens, reverse=True)
+    assert [call[0] for call in calls] == [
+        min(runners.padded_length(call[1]), bf16.model.max_seq_length) for call in calls
+    ]
 
 
 def test_token_lengths_are_padded_masked_and_capped() -> None:
