@@ -9,6 +9,7 @@ with the service's message and the lines it concerns.
 
 The state file records how many leading lines the service has acknowledged, after every batch,
 so a second run skips them. Progress shows what the collection has *indexed* (loader/progress.py).
+The load's time runs until the last document is indexed, polled closer as it nears (`next_poll`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from typing import Any, TextIO
 
 import httpx
 
-from loader.progress import Progress
+from loader.progress import Progress, Snapshot
 
 MAX_BATCH = 100  # documents per bulk request: the API's limit
 POLL_S = 1.0
+FINE_POLL_S = 0.05  # the last documents' wait: how close to their end a load is timed
 BACKOFF_MAX_S = 30.0
 TRANSIENT_STATUS = frozenset({502, 503, 504})
 
@@ -206,7 +208,7 @@ async def load(
             while (snapshot := progress.sample(await stats(client, collection))).indexed + (
                 snapshot.failed
             ) < progress.sent:
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(next_poll(snapshot))
         seconds = time.monotonic() - started
     finally:
         watcher.cancel()
@@ -215,6 +217,15 @@ async def load(
         progress.finish()
     gave_up = progress.last.failed if progress.last else 0
     return Result(lines, lines - progress.total, progress.sent, seconds, gave_up)
+
+
+def next_poll(snapshot: Snapshot) -> float:
+    """Seconds until the next stats call while the last documents are indexed: POLL_S, or sooner
+    when the rate seen says they are done sooner, so a load's time ends within FINE_POLL_S of its
+    last document (polled once a second, a 17 s load read up to 6 % slow)."""
+    if snapshot.eta_s is None:
+        return POLL_S
+    return min(POLL_S, max(FINE_POLL_S, snapshot.eta_s))
 
 
 class _Sender:

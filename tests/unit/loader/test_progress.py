@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from loader.load import LoadError, State, _Acks, prefix_digest
+from loader.load import FINE_POLL_S, POLL_S, LoadError, State, _Acks, next_poll, prefix_digest
 from loader.progress import Progress
 
 
@@ -62,3 +62,13 @@ def test_a_state_resumes_only_while_the_acknowledged_lines_are_unchanged(tmp_pat
     data.write_text('{"id": "A"}\n{"id": "b"}\n')
     with pytest.raises(LoadError, match="changed"):
         State.read(state_file, data)
+
+
+def test_the_wait_for_the_last_documents_polls_as_soon_as_the_rate_says_they_are_done() -> None:
+    progress = Progress(total=1000, out=io.StringIO())
+    progress.begin(stats())
+    progress.sent = 1000
+    assert next_poll(progress.sample(stats(queued=1000), now=0.0)) == POLL_S  # no rate yet
+    assert next_poll(progress.sample(stats(queued=700), now=0.5)) == POLL_S  # 700 left at 600/s
+    assert next_poll(progress.sample(stats(queued=100), now=1.5)) == pytest.approx(0.1667, 1e-3)
+    assert next_poll(progress.sample(stats(queued=1), now=1.9)) == FINE_POLL_S
