@@ -69,6 +69,6 @@ def test_the_wait_for_the_last_documents_polls_as_soon_as_the_rate_says_they_are
     progress.begin(stats())
     progress.sent = 1000
     assert next_poll(progress.sample(stats(queued=1000), now=0.0)) == POLL_S  # no rate yet
-    assert next_poll(progress.sample(stats(queued=700), now=0.5)) == POLL_S  # 700 left at 600/s
-    assert next_poll(progress.sample(stats(queued=100), now=1.5)) == pytest.approx(0.1667, 1e-3)
-    assert next_poll(progress.sample(stats(queued=1), now=1.9)) == FINE_POLL_S
+    assert next_poll(progress.sample(stats(queued=950), now=1.0)) == POLL_S  # 19 s left
+    assert next_poll(progress.sample(stats(queued=700), now=2.0)) == pytest.approx(0.4667, 1e-3)
+    assert next_poll(progress.sample(stats(queued=10), now=3.0)) == FINE_POLL_S
