@@ -81,10 +81,10 @@ SPLIT_RATIO = 0.5
 SPLIT_MIN_CHARS = 400
 # The document lane takes up to SORT_WINDOW model batches of texts at once and hands them to the
 # model's runner, which sorts them by token length and cuts its calls (`runners.in_calls`), as
-# sentence-transformers' encode() sorts its whole input: sorting 32 texts at a time left ~5 % more
-# padding on ~60-word texts (docs/benchmarks.md). Not more: one lane batch of every text in
-# flight left the second document worker idle.
-SORT_WINDOW = 2
+# sentence-transformers' encode() sorts its whole input. ~60-word texts end to end: 184 docs/s in
+# windows of 64, 188 in windows of 128 (docs/benchmarks.md, issue 32). Not every text in flight:
+# one lane batch of them all left the second document worker idle.
+SORT_WINDOW = 4
 
 
 def length_order(texts: list[str]) -> list[int]:
