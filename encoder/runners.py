@@ -17,7 +17,7 @@ PROBE_MIN_COSINE; a lane other than the lane's default has to be SPEED_MARGIN ti
 (`choose_lane`), so noise does not flip it. A forced precision is not timed (bfloat16 is still
 probed).
 
-The document lane's runners pad each batch's token length up (masked, so the embeddings do not
+The document lane's runners pad each call's token length up (masked, so the embeddings do not
 change; `padded_length`): oneDNN builds and caches kernels per input shape, and glibc keeps what
 tensors of many sizes freed, so with every length its own shape an encoder's memory grew without
 end under mixed traffic (docs/benchmarks.md). Padded, float32 levelled off at 1.1 GB where
