@@ -80,7 +80,7 @@ class _Group:
 SPLIT_RATIO = 0.5
 SPLIT_MIN_CHARS = 400
 # The document lane takes up to SORT_WINDOW model batches of texts at once and hands them to the
-# model's runner, which sorts them by token length and cuts its calls (`runners.in_calls`), as
+# model's runner, which sorts them by token length and cuts its calls (`calls.in_calls`), as
 # sentence-transformers' encode() sorts its whole input. ~60-word texts end to end: 184 docs/s in
 # windows of 64, 188 in windows of 128 (docs/benchmarks.md, issue 32). Not every text in flight:
 # one lane batch of them all left the second document worker idle.
@@ -358,7 +358,7 @@ def lower_priority(nice: int) -> None:
 
 def _timed(embed_fn: EmbedFn, texts: list[str]) -> tuple[Sequence[EmbedVector], float]:
     """Run the model in the worker thread, a length group a call (the runner cuts its own model
-    calls: `runners.in_calls`), and time only the model calls."""
+    calls: `calls.in_calls`), and time only the model calls."""
     started = time.perf_counter()
     vectors: list[EmbedVector] = []
     for group in length_groups([len(text) for text in texts]):

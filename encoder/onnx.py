@@ -3,7 +3,7 @@
 The transformer (module 0) is exported from the model's own weights with torch's exporter (eager
 attention) and cached under `$BRAID_DATA_DIR/onnx`; nothing comes from a hub. Tokenizing and the
 modules after the transformer (pooling, dense, ...) stay sentence-transformers' own
-(`runners.finish`), so the embeddings are the torch ones: a probe checks cosine >=
+(`calls.finish`), so the embeddings are the torch ones: a probe checks cosine >=
 `runners.PROBE_MIN_COSINE` at load, else the caller keeps torch. ORT's transformer optimizer
 (fused Attention) is not applied: measured slower on batches here (docs/benchmarks.md).
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from encoder.runners import TOKEN_INPUTS, finish, in_calls
+from encoder.calls import TOKEN_INPUTS, finish, in_calls
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -150,7 +150,7 @@ def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
 
 class OnnxRunner:
     """sentence-transformers' tokenizing and post-transformer modules around an ORT session, in
-    calls of `batch` texts (`runners.in_calls`).
+    calls of `batch` texts (`calls.in_calls`).
 
     The session is made by the first thread that runs it: ORT's intra-op pool threads are
     created then and inherit that thread's CPU priority (the document lane's is lowered).

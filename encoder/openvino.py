@@ -12,9 +12,9 @@ and keeps it only if it is faster there and matches float32 (`runners.LanePicker
   it runs in a thread of its own at the document lane's nice value, so they inherit it and
   queries, the event loop and the broker still preempt bulk embedding.
 - A batch runs in calls of BATCH texts, longest in tokens first, each padded as the torch
-  runners pad theirs (`runners.in_calls`), so a lane sees few shapes and its memory levels off.
+  runners pad theirs (`calls.in_calls`), so a lane sees few shapes and its memory levels off.
 - Tokenizing and the modules after the transformer are sentence-transformers' own
-  (`runners.finish`), as for ONNX Runtime.
+  (`calls.finish`), as for ONNX Runtime.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from encoder.batcher import lower_priority
+from encoder.calls import finish, in_calls
 from encoder.onnx import OUTPUT, token_feed
-from encoder.runners import finish, in_calls
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

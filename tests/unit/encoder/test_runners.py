@@ -13,7 +13,7 @@ import pytest
 from bench.common import texts
 from core.enums import EmbedKind, EncoderBackend, EncoderPrecision
 from core.settings import Settings
-from encoder import runners
+from encoder import calls, runners
 from encoder.registry import LoadedModel, ModelRegistry
 from encoder.runners import Bf16Runner, Fp32Runner, Measured, TorchRunner, choose_lane
 from tests.fixtures.lanes import assert_matches_float32, cosines, rates
@@ -236,32 +236,32 @@ def test_token_lengths_are_padded_by_steps_that_grow_with_them() -> None:
     """Fine steps where a batch's tensors are small, coarse where they are large: the padding
     stays a small share of a short text, and long batches take few shapes (runners.py)."""
     lengths = range(1, 300)
-    padded = [runners.padded_length(n) for n in lengths]
+    padded = [calls.padded_length(n) for n in lengths]
     assert all(0 <= p - n < 32 for n, p in zip(lengths, padded, strict=True))
     assert all(p - n < 8 for n, p in zip(lengths[:128], padded[:128], strict=True))
     assert len(set(padded[:256])) == 20
     steps = {1: 8, 8: 8, 9: 16, 64: 64, 65: 72, 73: 80, 121: 128, 129: 160, 250: 256, 257: 288}
-    assert {n: runners.padded_length(n) for n in steps} == steps
+    assert {n: calls.padded_length(n) for n in steps} == steps
 
 
 def test_calls_run_longest_in_tokens_first_each_cut_to_its_own_longest(bf16: LoadedModel) -> None:
-    calls: list[list[int]] = []
+    seen: list[list[int]] = []
 
     def lengths(features: dict[str, Any]) -> np.ndarray:
         """Each row's token count as its 'embedding', and the call's widths for the test."""
         mask = features["attention_mask"]
         assert features["input_ids"].shape == mask.shape
-        calls.append([int(mask.shape[1]), *mask.sum(dim=1).tolist()])
+        seen.append([int(mask.shape[1]), *mask.sum(dim=1).tolist()])
         return mask.sum(dim=1, keepdim=True).numpy().astype(np.float32)
 
-    found = runners.in_calls(bf16.model, BATCH, 4, lengths)
+    found = calls.in_calls(bf16.model, BATCH, 4, lengths)
     tokens = [len(bf16.model.tokenizer(text, truncation=True)["input_ids"]) for text in BATCH]
     assert found[:, 0].tolist() == tokens  # back in the caller's order
-    assert [len(call) - 1 for call in calls] == [4, 4, 3]
-    rows = [n for call in calls for n in call[1:]]
+    assert [len(call) - 1 for call in seen] == [4, 4, 3]
+    rows = [n for call in seen for n in call[1:]]
     assert rows == sorted(tokens, reverse=True)
-    assert [call[0] for call in calls] == [
-        min(runners.padded_length(call[1]), bf16.model.max_seq_length) for call in calls
+    assert [call[0] for call in seen] == [
+        min(calls.padded_length(call[1]), bf16.model.max_seq_length) for call in seen
     ]
 
 
@@ -269,10 +269,10 @@ def test_token_lengths_are_padded_masked_and_capped() -> None:
     import torch
 
     ones = torch.ones((2, 73), dtype=torch.long)
-    padded = runners.pad_tokens({"input_ids": ones, "attention_mask": ones.clone()}, 256)
+    padded = calls.pad_tokens({"input_ids": ones, "attention_mask": ones.clone()}, 256)
     assert padded["input_ids"].shape == (2, 80)
     assert padded["attention_mask"][:, 73:].sum() == 0 and padded["attention_mask"].sum() == 146
-    capped = runners.pad_tokens({"input_ids": torch.ones((1, 250), dtype=torch.long)}, 256)
+    capped = calls.pad_tokens({"input_ids": torch.ones((1, 250), dtype=torch.long)}, 256)
     assert capped["input_ids"].shape == (1, 256)
-    exact = runners.pad_tokens({"input_ids": torch.ones((1, 64), dtype=torch.long)}, 256)
+    exact = calls.pad_tokens({"input_ids": torch.ones((1, 64), dtype=torch.long)}, 256)
     assert exact["input_ids"].shape == (1, 64)
