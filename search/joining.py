@@ -1,7 +1,10 @@
 """Joins (API.md §5): attach matching documents of child collections to each parent document.
 
 A spec is `child`, `child[$id=$$.meta.parent_ref]`, `child(<filter expr>)` or both; the parent
-side is `$id` or `$.meta.<key>`, the child side `$$id` or `$$.meta.<key>`, default `[$id=$$id]`.
+side is `$id` or `$.meta.<key>` and comes first, the child side `$$id` or `$$.meta.<key>`,
+default `[$id=$$id]`. As in Amgix, only the child's key must be an indexed metadata key (it is
+what the child collection is filtered by); the parent's is read from each parent's stored
+metadata, indexed or not.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from typing import Any
 from core.catalog import Catalog
 from core.errors import InvalidInput
 from core.filters import AllOf, Condition, Expr, FilterOp, parse_filter, typed_filter
-from core.schemas.collection import CollectionConfig
 from core.schemas.common import NAME_RE
 from search.filtering import metadata_indexes, require_indexed
 from store.payload import public_document
@@ -25,6 +27,7 @@ MAX_JOINS = 8
 MAX_CHILDREN = 10_000  # per join and request: joins are for small fan-outs
 PAGE = 1000
 
+INVALID = "Invalid join expression"  # the words Amgix answers a spec that does not read with
 _META = re.compile(r"^\.meta\.(?P<key>[a-zA-Z0-9_-]{1,100})$")
 
 
@@ -56,35 +59,31 @@ def _split(spec: str) -> tuple[str, str | None, str | None, str | None] | None:
 
 
 def parse_join(spec: str) -> JoinSpec:
-    """The parts of one join spec; InvalidInput ("invalid join") when it does not read."""
+    """The parts of one join spec; InvalidInput ("Invalid join expression") when it does not
+    read."""
+    shown = spec if len(spec) <= 200 else spec[:200] + "..."
     parts = _split(spec)
     if parts is None or not NAME_RE.match(parts[0]):
-        shown = spec if len(spec) <= 200 else spec[:200] + "..."
-        raise InvalidInput(
-            f"invalid join '{shown}': expected child, child[$id=$$id] or child(expr)"
-        )
+        raise InvalidInput(f"{INVALID} '{shown}': expected child, child[$id=$$id] or child(expr)")
     child, left, right, condition = parts
     parent_key = child_key = None
     if left is not None and right is not None:
-        left, right = left.strip(), right.strip()
-        if left.startswith("$$") and not right.startswith("$$"):
-            left, right = right, left  # written child side first
-        parent_key = _side(spec, left, "$")
-        child_key = _side(spec, right, "$$")
+        parent_key = _side(shown, left.strip(), "$", "parent side, first")
+        child_key = _side(shown, right.strip(), "$$", "child side, second")
     return JoinSpec(child, parent_key, child_key, None if condition is None else condition.strip())
 
 
-def _side(spec: str, term: str, sigil: str) -> str | None:
+def _side(shown: str, term: str, sigil: str, side: str) -> str | None:
     if not term.startswith(sigil) or term.startswith(sigil + "$"):
-        raise InvalidInput(f"invalid join '{spec}': '{term}' must start with '{sigil}'")
+        raise InvalidInput(
+            f"{INVALID} '{shown}': the {side} must start with '{sigil}', not '{term}'"
+        )
     rest = term[len(sigil) :]
     if rest == "id":
         return None
     meta = _META.match(rest)
     if meta is None:
-        raise InvalidInput(
-            f"invalid join '{spec}': '{term}' must be {sigil}id or {sigil}.meta.<key>"
-        )
+        raise InvalidInput(f"{INVALID} '{shown}': '{term}' must be {sigil}id or {sigil}.meta.<key>")
     return meta["key"]
 
 
@@ -106,44 +105,44 @@ class Joiner:
 
     async def attach(
         self,
-        parent: CollectionConfig,
         documents: list[dict[str, Any]],
         specs: list[JoinSpec],
         exclude: Iterable[str] = (),
     ) -> None:
         """Set `joined[child]` (a list, [] when none match) on every document, for every spec
-        (`join_specs` read them: a request's specs are parsed once, by its caller)."""
+        (`join_specs` read them: a request's specs are parsed once, by its caller). The child
+        collections and their keys are checked with no documents too: a join that names a
+        missing collection is a 400 whether or not anything matched. `exclude` nulls those
+        fields of the children; the caller nulls the parents' after this, which reads their
+        metadata."""
         if not specs:
             return
-        plans = [(spec, await self._child_filter(parent, spec)) for spec in specs]
+        plans = [(spec, await self._child_filter(spec)) for spec in specs]
         for document in documents:
             document["joined"] = {}
-        for spec, (child_expr, child_config) in plans:
-            await self._attach_one(spec, child_expr, child_config, documents, tuple(exclude))
+        for spec, child_expr in plans:
+            await self._attach_one(spec, child_expr, documents, tuple(exclude))
 
-    async def _child_filter(
-        self, parent: CollectionConfig, spec: JoinSpec
-    ) -> tuple[Expr | None, CollectionConfig]:
+    async def _child_filter(self, spec: JoinSpec) -> Expr | None:
+        """The child collection's own filter of a spec, typed by its indexes (400s: the child
+        missing, its key not indexed, a filter that does not read)."""
         child = await self._catalog.get(spec.child)
         if child is None:
             raise InvalidInput(f"Join collection '{spec.child}' not found")
-        if spec.parent_key is not None:
-            require_indexed(parent, spec.parent_key, f"join {spec.child}")
         if spec.child_key is not None:
             require_indexed(child, spec.child_key, f"join {spec.child}")
         if not spec.filter:
-            return None, child
+            return None
         try:
             expr = parse_filter(spec.filter)
         except ValueError as exc:
-            raise InvalidInput(f"invalid join '{spec.child}': {exc}") from exc
-        return typed_filter(expr, metadata_indexes(child)), child
+            raise InvalidInput(f"{INVALID} for '{spec.child}': {exc}") from exc
+        return typed_filter(expr, metadata_indexes(child))
 
     async def _attach_one(
         self,
         spec: JoinSpec,
         child_expr: Expr | None,
-        child_config: CollectionConfig,
         documents: list[dict[str, Any]],
         exclude: tuple[str, ...],
     ) -> None:

@@ -69,8 +69,7 @@ class QueryPipeline:
         joins = join_specs(query.join)  # here, not after: a bad spec is a 400 even when
         # nothing matches; parsed once, and `attach` takes the specs
         results, facets = await self._ranked(collection, config, arms, where, query)
-        if joins and results:
-            await self._joiner.attach(config, results, joins, query.exclude or [])
+        await self._joiner.attach(results, joins, query.exclude or [])
         # After the join: a join keyed on `$.meta.<key>` reads metadata the answer may leave out.
         for result in results:
             for excluded in query.exclude or []:

@@ -38,8 +38,7 @@ class Browser:
             call.collection, where, _cursor(request.after), request.page_size, request.with_vectors
         )
         documents = [_shape(p, config, request.with_vectors) for p in page.points]
-        if request.join and documents:
-            await self._joiner.attach(config, documents, join_specs(request.join))
+        await self._joiner.attach(documents, join_specs(request.join))
         return FetchReply(documents=documents, after=page.after)
 
 

@@ -363,10 +363,10 @@ def test_join_defaults_to_ids_and_takes_a_child_filter(
     ("join", "needle"),
     [
         ("nosuchchild", "not found"),
-        ("{children}[$id=$$.meta.parent_ref", "invalid join"),
-        ("{children}[$id=$$.meta.age==]", "invalid join"),
-        ("{children}[id=parent_ref]", "invalid join"),
-        ("{children}(age >)", "invalid join"),
+        ("{children}[$id=$$.meta.parent_ref", "Invalid join expression"),
+        ("{children}[$id=$$.meta.age==]", "Invalid join expression"),
+        ("{children}[id=parent_ref]", "Invalid join expression"),
+        ("{children}(age >)", "Invalid join expression"),
     ],
 )
 def test_bad_join_is_400(

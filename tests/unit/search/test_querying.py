@@ -289,13 +289,14 @@ async def seventy(braid: Braid) -> None:
 
 async def library(braid: Braid) -> None:
     """`books` and the collections joined to them: `covers` by document id, `reviews` by
-    their `book` key, `shelves` by the `series` key of both."""
+    their `book` key, `shelves` by the `series` key of both (or the books' `cabinet`, which
+    they do not index)."""
     await braid.create("books", CONTENT, indexes={"series": "string"})
     await braid.write(
         "books",
         doc("b1", "comet comet", metadata={"series": "space"}),
         doc("b2", "comet", metadata={"series": "sea"}),
-        doc("b3", "comet dust dust"),
+        doc("b3", "comet dust dust", metadata={"cabinet": "space"}),  # a key not indexed
     )
     await braid.create("covers")
     await braid.write("covers", doc("b1", "blue cover"), doc("x9", "no such book"))
@@ -690,11 +691,30 @@ async def test_a_join_of_a_missing_collection_is_400_not_found(braid: Braid) -> 
 
 
 @pytest.mark.parametrize(
-    "spec", ["reviews[$id=$$.meta.stars_text]", "shelves[$.meta.colour=$$.meta.series]"]
+    "spec", ["reviews[$id=$$.meta.stars_text]", "shelves[$.meta.series=$$.meta.colour]"]
 )
-async def test_a_join_on_a_key_that_is_not_indexed_is_400(braid: Braid, spec: str) -> None:
-    with pytest.raises(InvalidInput, match="metadata_indexes"):
+async def test_a_join_on_a_child_key_that_is_not_indexed_is_400(braid: Braid, spec: str) -> None:
+    with pytest.raises(InvalidInput, match="join reviews|join shelves") as raised:
         await braid.search("books", "comet", join=spec)
+    assert "metadata_indexes" in str(raised.value)
+
+
+async def test_a_join_on_a_parent_key_that_is_not_indexed_reads_the_stored_metadata(
+    braid: Braid,
+) -> None:
+    spec = "shelves[$.meta.cabinet=$$.meta.series]"
+    for exclude in ([], ["metadata", "content"]):
+        answer = await braid.search("books", "comet", join=spec, exclude=exclude)
+        assert joined(answer, "shelves") == {"b1": [], "b2": [], "b3": ["s1", "s2"]}
+        b3 = result(answer, "b3")
+        assert (b3.metadata is None) == bool(exclude) and (b3.content is None) == bool(exclude)
+
+
+async def test_a_join_of_a_missing_collection_is_400_even_when_nothing_matches(
+    braid: Braid,
+) -> None:
+    with pytest.raises(InvalidInput, match="'gone' not found"):
+        await braid.search("books", "no-such-word-anywhere", join="gone")
 
 
 async def test_a_join_reads_its_children_page_by_page_up_to_its_bound(
