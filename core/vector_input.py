@@ -8,11 +8,16 @@ Conversion rules:
 - dense: exactly `dimensions` finite numbers; L2-normalised when the vector's `normalization` is
   true (a zero vector then cannot be used); the store applies `dense_distance`.
 - sparse: unique integer indices 0..2^32-1 with finite values, sorted by index. A document's
-  vector with more than `top_k` entries fails its write (`check_top_k`, in the worker, so the
-  write is `failed` with the reason, as in Amgix): silently dropping a caller's entries is worse.
-  A query's keeps its `top_k` largest by absolute value (ties: lower index).
+  vector with more than `top_k` entries is refused, never cut (silently dropping a caller's
+  entries is worse), where Amgix refuses it: a precomputed one (`vectors`) at the door (400), a
+  custom one when its write is processed (`check_top_k`, in the worker: the write is `failed`
+  with the reason). A query's keeps its `top_k` largest by absolute value (ties: lower index).
 - empty: a document's custom vector must hold an entry (400, as in Amgix); a precomputed sparse
   vector may be empty and is stored empty, as given.
+- complete: a document that brings `vectors` brings one for every slot of every vector that is
+  neither custom nor noop (400 naming the missing slots, as in Amgix): half a set would mix the
+  caller's vectors with Braid's own in one document. A slot whose field is blank in the document
+  may be left out: it gets no vector either way, so an export sends back as it came.
 """
 
 from __future__ import annotations
@@ -171,13 +176,35 @@ def document_vectors(config: CollectionConfig, document: Document) -> GivenVecto
                 f"{where} is empty: give at least one entry, or leave the vector out"
             )
         given[(vector.name, custom.field)] = custom_vector(vector, custom.vector, where)
+    customs = set(given)
     for data in document.vectors or []:
         where = f"Document '{document.id}': vector '{data.vector_name}' ({data.field.value})"
         vector = _slot_vector(config, given, data.vector_name, data.field, where)
         if vector.type is VectorType.NOOP:
             raise InvalidInput(f"{where}: noop vectors hold no vectors")
         given[(vector.name, data.field)] = precomputed_vector(vector, data, where)
+    check_top_k(config, {k: v for k, v in given.items() if k not in customs}, document.id)
+    if document.vectors is not None:
+        _require_complete(config, document, given)
     return given
+
+
+def _require_complete(config: CollectionConfig, document: Document, given: GivenVectors) -> None:
+    """Every computed slot (not custom, not noop) of a field with text has a vector in `given`
+    (InvalidInput)."""
+    missing = [
+        f"{vector.name} ({field.value})"
+        for vector in config.vectors or []
+        if not vector.type.is_custom and vector.type is not VectorType.NOOP
+        for field in vector.index_fields
+        if (vector.name, field) not in given and document.field_text(field).strip()
+    ]
+    if missing:
+        raise InvalidInput(
+            f"Document '{document.id}': vectors must be a complete non-custom vector set, one "
+            f"entry for each of the collection's slots; missing: {', '.join(missing)} (or leave "
+            "vectors out to have Braid compute them)"
+        )
 
 
 def _slot_vector(
@@ -186,7 +213,9 @@ def _slot_vector(
     vector = config.vector(name)
     if vector is None:
         known = ", ".join(v.name for v in config.vectors or [])
-        raise InvalidInput(f"{where}: the collection has no vector '{name}' (it has: {known})")
+        raise InvalidInput(
+            f"{where}: unexpected vector: the collection has no vector '{name}' (it has: {known})"
+        )
     if field not in vector.index_fields:
         fields = ", ".join(f.value for f in vector.index_fields)
         raise InvalidInput(

@@ -40,7 +40,9 @@ CONFIG = CollectionConfig.model_validate(
 
 
 def document(**fields: Any) -> Document:
-    return Document.model_validate({"id": "d1", "timestamp": "2026-01-01T00:00:00Z", **fields})
+    return Document.model_validate(
+        {"id": "d1", "timestamp": "2026-01-01T00:00:00Z", "content": "text", **fields}
+    )
 
 
 def custom(name: str, field: str, vector: Any) -> dict[str, Any]:
@@ -54,6 +56,12 @@ def given(**fields: Any) -> dict[tuple[str, IndexField], Any]:
 def rejects(match: str, **fields: Any) -> None:
     with pytest.raises(InvalidInput, match=match):
         given(**fields)
+
+
+# A precomputed vector for each computed slot of CONFIG (kw and dense, content): `vectors` must
+# hold them all.
+KW = {"vector_name": "kw", "field": "content", "sparse_indices": [7], "sparse_values": [1]}
+DENSE = {"vector_name": "dense", "field": "content", "dense_vector": [0, 2]}
 
 
 def test_a_dense_custom_vector_is_normalised_when_normalization_is_true() -> None:
@@ -93,7 +101,10 @@ def test_a_query_sparse_vector_over_top_k_keeps_its_largest_entries() -> None:
 @pytest.mark.parametrize(
     ("entry", "match"),
     [
-        (custom("nope", "content", [1, 2, 3]), "has no vector 'nope'"),
+        (
+            custom("nope", "content", [1, 2, 3]),
+            "unexpected vector: the collection has no vector 'nope'",
+        ),
         (custom("kw", "content", [1, 2, 3]), "full_text; custom vectors are only for"),
         (custom("emb", "name", [1, 2, 3]), "does not index field 'name'"),
         (custom("emb", "content", [1, 2]), "has 2 numbers but vector 'emb' has 3 dimensions"),
@@ -135,19 +146,14 @@ def test_two_vectors_for_one_slot_are_rejected() -> None:
 
 
 def test_precomputed_vectors_are_checked_by_the_vectors_type() -> None:
-    vectors = given(
-        vectors=[
-            {"vector_name": "kw", "field": "content", "sparse_indices": [7], "sparse_values": [1]},
-            {"vector_name": "dense", "field": "content", "dense_vector": [0, 2]},
-        ]
-    )
+    vectors = given(vectors=[KW, DENSE])
     assert vectors[("kw", IndexField.CONTENT)] == SparseVector(indices=[7], values=[1.0])
     assert vectors[("dense", IndexField.CONTENT)] == [0.0, 1.0]  # normalization true
 
 
 def test_an_empty_precomputed_sparse_vector_is_taken_as_given() -> None:
     empty = {"vector_name": "kw", "field": "content", "sparse_indices": [], "sparse_values": []}
-    vectors = given(vectors=[empty])
+    vectors = given(vectors=[empty, DENSE])
     assert vectors[("kw", IndexField.CONTENT)] == SparseVector(indices=[], values=[])
     check_top_k(CONFIG, vectors, "d1")
 
@@ -190,9 +196,40 @@ def test_an_exported_custom_vector_can_come_back_in_vectors() -> None:
         "sparse_indices": [4],
         "sparse_values": [0.5],
     }
-    assert given(vectors=[entry])[("sp", IndexField.NAME)] == SparseVector(
+    assert given(vectors=[entry, KW, DENSE])[("sp", IndexField.NAME)] == SparseVector(
         indices=[4], values=[0.5]
     )
+
+
+@pytest.mark.parametrize(
+    ("vectors", "match"),
+    [
+        ([], r"complete non-custom vector set.*missing: kw \(content\), dense \(content\)"),
+        ([KW], r"complete non-custom vector set.*missing: dense \(content\) \(or"),
+        (
+            [DENSE, {**KW, "vector_name": "other"}],
+            "unexpected vector: the collection has no vector 'other'",
+        ),
+        ([KW, DENSE, KW], "more than one vector for field 'content'"),
+    ],
+)
+def test_precomputed_vectors_must_be_the_complete_computed_set(
+    vectors: list[dict[str, Any]], match: str
+) -> None:
+    rejects(match, vectors=vectors)
+
+
+def test_a_slot_whose_field_is_blank_may_be_left_out_of_the_set() -> None:
+    assert given(vectors=[], content=None) == {}
+    assert given(vectors=[KW], content=" ") == {
+        ("kw", IndexField.CONTENT): SparseVector(indices=[7], values=[1.0])
+    }
+
+
+def test_custom_vectors_alone_need_no_precomputed_set() -> None:
+    assert given(custom_vectors=[custom("sp", "name", [[1, 0.5]])])
+    with pytest.raises(InvalidInput, match="missing: kw"):
+        given(custom_vectors=[custom("sp", "name", [[1, 0.5]])], vectors=[DENSE])
 
 
 def test_the_keyword_alias_matches_a_wmtr_vector_type() -> None:

@@ -109,7 +109,8 @@ EMPTY_KW = {"vector_name": "kw", "field": "content", "sparse_indices": [], "spar
 
 
 def test_an_empty_precomputed_sparse_vector_is_stored_empty_not_computed_from_the_text() -> None:
-    result = local(document(vectors=[EMPTY_KW]))
+    dense = {"vector_name": "dense", "field": "content", "dense_vector": [0, 3]}
+    result = local(document(vectors=[EMPTY_KW, dense]))
     assert result.vectors["kw.content"] == SparseVector(indices=[], values=[])
     assert result.lengths == {}
 
