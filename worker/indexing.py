@@ -80,9 +80,10 @@ class LocalVectors:
     to_embed: list[tuple[Slot, str]] = field(default_factory=list)
 
     def settle(self, slot: Slot, terms: DocumentTerms) -> None:
-        """A lexical slot's terms: its length always, its vector unless nothing was kept."""
-        if len(terms.vector.indices):
-            self.vectors[slot.name] = terms.vector
+        """A lexical slot's terms and length. A text that leaves no term (stop words only) is
+        an empty vector, stored and returned as one, as Amgix does: sent back with the document
+        it is a complete set's entry for the slot."""
+        self.vectors[slot.name] = terms.vector
         self.lengths[slot.name] = terms.length
 
 

@@ -66,22 +66,21 @@ class DocumentTerms:
 
 @dataclass
 class _Counts:
-    """A query's terms: word, demoted and trigram ids with their counts, and its codes' trigrams."""
+    """A query's terms: word and trigram ids with their counts, and its codes' trigrams."""
 
     words: Counter[int]
-    demoted: Counter[int]
     trigrams: Counter[int]
     codes: frozenset[int] = frozenset()  # WMTR: the trigram ids of codes (see is_code)
 
 
 # A batch's terms are counted in one numpy pass over keys, so numpy's cost per call is paid per
 # batch, not per text (it was ~80 % of a seed document's 0.35 ms one text at a time). Each id a
-# token contributes is kept as `text << 34 | id << 3 | side << 1 | surface`: sorting the keys puts
+# token contributes is kept as `text << 33 | id << 2 | side << 1 | surface`: sorting the keys puts
 # each text's terms together, ids ascending, and each term's occurrences together with the lowest
 # side first. A term's side is its lowest (a hash collision between sides folds into the word
 # side) and it is a surface form when any of its occurrences is one.
-_WORD, _DEMOTED, _TRIGRAM = 0, 1, 2
-_TEXT_SHIFT = 34  # past a 31-bit id and its three bits
+_WORD, _TRIGRAM = 0, 1
+_TEXT_SHIFT = 33  # past a 31-bit id and its two bits
 _ID_MASK = (1 << 31) - 1
 _TF_CEILING = (1 << 32) - 1  # above any term's count in a text
 
@@ -95,9 +94,8 @@ def _keys_cache(kind: VectorType, language: str) -> dict[str, list[int]]:
 def _token_keys(token: str, kind: VectorType, language: str) -> list[int]:
     views = token_views(token, kind, language)
     surface = set(views.surface)
-    keys = [i << 3 | (_WORD << 1) | (i in surface) for i in views.words]
-    keys += [i << 3 | (_DEMOTED << 1) for i in views.demoted]
-    keys += [i << 3 | (_TRIGRAM << 1) for i in views.trigrams]
+    keys = [i << 2 | (_WORD << 1) | (i in surface) for i in views.words]
+    keys += [i << 2 | (_TRIGRAM << 1) for i in views.trigrams]
     return keys
 
 
@@ -115,8 +113,8 @@ def _document_keys(tokens: list[str], kind: VectorType, language: str) -> list[i
     return keys
 
 
-# What a WMTR term weighs, by `side << 1 | surface` (the low three bits of its key).
-_WMTR_SCALES = np.array([1.0, SURFACE_WEIGHT, 1.0, 1.0, TRIGRAM_WEIGHT, TRIGRAM_WEIGHT])
+# What a WMTR term weighs, by `side << 1 | surface` (the low two bits of its key).
+_WMTR_SCALES = np.array([1.0, SURFACE_WEIGHT, TRIGRAM_WEIGHT, TRIGRAM_WEIGHT])
 
 
 @dataclass(frozen=True)
@@ -140,9 +138,9 @@ class _Terms:
         starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
         unique, counts = ordered[starts], np.diff(starts, append=len(ordered))
         text = unique >> _TEXT_SHIFT
-        trigram = unique & 4 == 4  # side 2 is bit 2 of a key
+        trigram = unique & 2 == 2  # side 1 is bit 1 of a key
         occurrences = np.bincount(text[trigram], counts[trigram], len(keys)).astype(np.int64)
-        term_keys, flags = unique >> 3, unique & 7
+        term_keys, flags = unique >> 2, unique & 3
         first = np.concatenate(([True], term_keys[1:] != term_keys[:-1]))
         term = np.cumsum(first) - 1  # the term of each key: the first is its lowest side
         surface = np.bincount(term, weights=flags & 1) > 0
@@ -150,23 +148,20 @@ class _Terms:
             text[first],
             term_keys[first] & _ID_MASK,
             np.bincount(term, weights=counts),
-            (flags[first] & 6) | surface,
+            (flags[first] & 2) | surface,
             occurrences,
         )
 
     def chosen(self, params: LexicalParams) -> np.ndarray:
         """Which terms fill each text's slots (see _slots): the higher tf first, ties to the
-        lower id; stop words kept as surface tokens only fill word slots left over."""
+        lower id."""
         side = self.flags >> 1
         texts = len(self.trigram_occurrences)
-        words, demoted, trigrams = (
-            np.bincount(self.text[side == s], minlength=texts) for s in range(3)
-        )
-        word_slots, trigram_slots = _slots(params, words + demoted, trigrams)
-        allowed = np.stack((word_slots, np.maximum(word_slots - words, 0), trigram_slots))
+        words, trigrams = (np.bincount(self.text[side == s], minlength=texts) for s in range(2))
+        allowed = np.stack(_slots(params, words, trigrams))
         # Best first within each text's side: terms are by id already, so a stable sort on
         # (text, side, -tf) leaves ties by id ascending.
-        group = self.text * 3 + side
+        group = self.text * 2 + side
         worse = _TF_CEILING - self.tf.astype(np.int64)
         best_first = np.argsort(group << 32 | worse, kind="stable")
         grouped = group[best_first]
@@ -240,7 +235,7 @@ def query_vector(
         weights = dict.fromkeys(weights, scaled) if scaled > 0 else {}
         if code_trigrams:
             weights.update((i, max(scaled, 1.0)) for i in counts.codes)
-    weights.update(dict.fromkeys(counts.words | counts.demoted, 1.0))
+    weights.update(dict.fromkeys(counts.words, 1.0))
     indices = sorted(weights)
     return SparseVector(indices=indices, values=[weights[i] for i in indices])
 
@@ -278,7 +273,6 @@ def _count(text: str, params: LexicalParams) -> _Counts:
     tokens = surface_tokens(fold(text, params.keep_case))
     language = params.language_of(text)
     words: list[int] = []
-    demoted: list[int] = []
     trigrams: list[int] = []
     codes: set[int] = set()
     distinct = Counter(tokens)
@@ -286,11 +280,10 @@ def _count(text: str, params: LexicalParams) -> _Counts:
         many_views(list(distinct), params.kind, language), distinct.values(), strict=True
     ):
         words += views.words * n
-        demoted += views.demoted * n
         trigrams += views.trigrams * n
         if views.code:
             codes.update(views.trigrams)
-    return _Counts(Counter(words), Counter(demoted), Counter(trigrams), frozenset(codes))
+    return _Counts(Counter(words), Counter(trigrams), frozenset(codes))
 
 
 def _slots(

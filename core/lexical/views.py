@@ -19,8 +19,6 @@ class TokenViews(NamedTuple):
     """The ids one surface token contributes, one per occurrence."""
 
     words: tuple[int, ...] = ()
-    # Stop words WMTR keeps as surface tokens: they get slots only when some are left.
-    demoted: tuple[int, ...] = ()
     trigrams: tuple[int, ...] = ()
     # WMTR: the ids in `words` that are surface forms (the rest are stems); they weigh less.
     surface: tuple[int, ...] = ()
@@ -79,11 +77,12 @@ def _wmtr(token: str, language: str, stops: frozenset[str]) -> TokenViews:
         compact = "".join(pieces)
         exact.append(compact)
         content.append(compact)
+    # Stop words leave no term, as in every type but trigrams (and as Amgix's keyword type): a
+    # field of stop words only ("I Do") is an empty vector.
     words = [token_id(WORD + t) for t in exact if t.casefold() not in stops]
-    demoted = [token_id(WORD + t) for t in exact if t.casefold() in stops]
     surface = tuple(words)
     words.extend(_stems(content, language, stops))
-    return TokenViews(tuple(words), tuple(demoted), _trigrams(content), surface, code)
+    return TokenViews(tuple(words), _trigrams(content), surface, code)
 
 
 def is_code(token: str) -> bool:

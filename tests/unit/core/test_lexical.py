@@ -163,13 +163,12 @@ def test_wmtr_words_outweigh_their_trigrams_and_stems_outweigh_surface_forms() -
     assert max(weights[i] for i in trigram_ids("catalogue")) < stem / 10
 
 
-def test_stop_words_take_word_slots_only_when_left_over() -> None:
-    text = "the the the the catalogue"
-    tight = LexicalParams(VectorType.WMTR, top_k=2, word_ratio=100)
-    roomy = LexicalParams(VectorType.WMTR, top_k=3, word_ratio=100)
-    the = token_id("w:the")
-    assert the not in document_vector(text, tight, avg_length=5).vector.indices
-    assert the in document_vector(text, roomy, avg_length=5).vector.indices
+def test_wmtr_stop_words_leave_no_term_so_a_field_of_them_only_is_empty() -> None:
+    roomy = LexicalParams(VectorType.WMTR, top_k=100)
+    indices = document_vector("the the the the catalogue", roomy, avg_length=5).vector.indices
+    assert token_id("w:the") not in indices and token_id("w:catalogue") in indices
+    assert document_vector("I Do", roomy, avg_length=5).vector.indices == []
+    assert query_vector("to be or not", roomy).indices == []
 
 
 def test_bm25_saturation_downweights_long_documents() -> None:
