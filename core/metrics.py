@@ -7,6 +7,12 @@ recorder's state to one Redis hash under the process's node id about once a seco
 renders every node's state as Prometheus text (`app/metrics/prometheus.py`), adding `node` and
 `role`.
 Values stay exact: counts are integers, sums are floats printed in full.
+
+A series labelled `collection` lives as long as the collection: once the catalog no longer holds
+it (or holds one made again under its name), every process forgets the series
+(`Recorder.forget`, run by the publisher), so the exposition names only collections that exist.
+What a forgotten counter or histogram had counted stays in the process's retired totals, which
+feed the trends (their keys never name a collection), so no trend dips or jumps at a drop.
 """
 
 from __future__ import annotations
@@ -17,6 +23,19 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+COLLECTION = "collection"  # the label whose series end with their collection (see above)
+
+# Prometheus's standard process series, named as every client library's process collector names
+# them, because dashboards and alerts look for exactly these: the one exemption from `braid_`.
+STANDARD_NAMES = frozenset(
+    {
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    }
+)
 
 # Upper bounds in seconds: about 15 % apart from 1 ms to 1 s, so a percentile read from the
 # buckets (linear inside one) is within a few percent of the exact one.
@@ -46,9 +65,12 @@ class Metric:
     # A gauge's trend is its level at the end of each bucket; everything else's is an increase.
     trend_labels: tuple[str, ...] = ()
     trend_buckets: bool = False
+    # False: left out of /current and /trends, whose keys sum over nodes (a sum of start times
+    # means nothing); the exposition has it all the same.
+    trended: bool = True
 
     def __post_init__(self) -> None:
-        if not self.name.startswith("braid_"):
+        if not self.name.startswith("braid_") and self.name not in STANDARD_NAMES:
             raise ValueError(f"{self.name}: Braid's metrics start with braid_")
         if (self.kind is MetricKind.COUNTER) != self.name.endswith("_total"):
             raise ValueError(f"{self.name}: counters, and only counters, end in _total")
@@ -60,6 +82,8 @@ class Metric:
             raise ValueError(f"{self.name}: node, role and le are added by the exposition")
         if not set(self.trend_labels) <= set(self.labels):
             raise ValueError(f"{self.name}: trend labels must be labels of the metric")
+        if COLLECTION in self.trend_labels:  # a dropped collection's counts are kept unnamed
+            raise ValueError(f"{self.name}: a trend key never names a collection")
 
 
 def _histogram(
@@ -78,8 +102,10 @@ def _counter(name: str, help_: str, *labels: str, trend_labels: tuple[str, ...] 
     return Metric(name, MetricKind.COUNTER, help_, labels, trend_labels=trend_labels)
 
 
-def _gauge(name: str, help_: str, *labels: str, trend_labels: tuple[str, ...] = ()) -> Metric:
-    return Metric(name, MetricKind.GAUGE, help_, labels, trend_labels=trend_labels)
+def _gauge(
+    name: str, help_: str, *labels: str, trend_labels: tuple[str, ...] = (), trended: bool = True
+) -> Metric:
+    return Metric(name, MetricKind.GAUGE, help_, labels, trend_labels=trend_labels, trended=trended)
 
 
 # --- the vocabulary -------------------------------------------------------------------------
@@ -188,6 +214,18 @@ LAST_SEEN = _gauge(
 PROCESS_UP = _gauge(
     "braid_process_up", "1 while a Braid process publishes its metrics, 0 once silent for 15 s"
 )
+# Each process's own, read from /proc/self when it publishes (core/process_stats.py); the help
+# texts are the standard ones.
+PROCESS_CPU = _counter(
+    "process_cpu_seconds_total", "Total user and system CPU time spent in seconds."
+)
+PROCESS_MEMORY = _gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
+PROCESS_FDS = _gauge("process_open_fds", "Number of open file descriptors.")
+PROCESS_START = _gauge(
+    "process_start_time_seconds",
+    "Start time of the process since unix epoch in seconds.",
+    trended=False,
+)
 
 VOCABULARY: tuple[Metric, ...] = (
     HTTP_REQUEST_SECONDS,
@@ -208,6 +246,10 @@ VOCABULARY: tuple[Metric, ...] = (
     CONSUMER_STALLED,
     LAST_SEEN,
     PROCESS_UP,
+    PROCESS_CPU,
+    PROCESS_MEMORY,
+    PROCESS_FDS,
+    PROCESS_START,
 )
 BY_NAME = {metric.name: metric for metric in VOCABULARY}
 
@@ -230,6 +272,11 @@ class Histogram:
         self.sum += value
         self.count += 1
 
+    def merge(self, other: Histogram) -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.sum += other.sum
+        self.count += other.count
+
 
 class Recorder:
     """One process's metrics since it started. Thread-safe: the encoder's lanes record from
@@ -239,6 +286,10 @@ class Recorder:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, LabelValues], float] = {}
         self._histograms: dict[tuple[str, LabelValues], Histogram] = {}
+        # What forgotten counters and histograms had counted, by series with the forgotten
+        # label blank: the trends' sums over that label stay whole (see the module docstring).
+        self._retired_values: dict[tuple[str, LabelValues], float] = {}
+        self._retired_histograms: dict[tuple[str, LabelValues], Histogram] = {}
 
     def inc(self, metric: Metric, amount: float = 1, **labels: str) -> None:
         key = (metric.name, _label_values(metric, MetricKind.COUNTER, labels))
@@ -247,18 +298,17 @@ class Recorder:
         with self._lock:
             self._values[key] = self._values.get(key, 0) + amount
 
+    def set_total(self, metric: Metric, total: float, **labels: str) -> None:
+        """A counter kept elsewhere (the kernel's CPU time), set to its total as read; a lower
+        reading leaves it as it was, so it still only goes up."""
+        key = (metric.name, _label_values(metric, MetricKind.COUNTER, labels))
+        with self._lock:
+            self._values[key] = max(self._values.get(key, 0), total)
+
     def set(self, metric: Metric, value: float, **labels: str) -> None:
         key = (metric.name, _label_values(metric, MetricKind.GAUGE, labels))
         with self._lock:
             self._values[key] = value
-
-    def keep_only(self, metric: Metric, label: str, values: Collection[str]) -> None:
-        """Drop a gauge's series whose `label` is not among `values` (a dropped collection)."""
-        position = metric.labels.index(label)
-        with self._lock:
-            for key in [k for k in self._values if k[0] == metric.name]:
-                if key[1][position] not in values:
-                    del self._values[key]
 
     def observe(self, metric: Metric, seconds: float, **labels: str) -> None:
         key = (metric.name, _label_values(metric, MetricKind.HISTOGRAM, labels))
@@ -268,16 +318,70 @@ class Recorder:
                 histogram = self._histograms[key] = Histogram([0] * (len(metric.buckets) + 1))
             histogram.observe(metric.buckets, seconds)
 
+    def label_values(self, label: str) -> frozenset[str]:
+        """Every value `label` has in a series now (the collections this process counts)."""
+        with self._lock:
+            keys = [*self._values, *self._histograms]
+        return frozenset(
+            values[i] for name, values in keys if (i := _position(name, label)) is not None
+        )
+
+    def forget(self, label: str, values: Collection[str]) -> None:
+        """Drop every series whose `label` is among `values` (a dropped collection's). A gauge's
+        level goes with it; a counter's or histogram's count moves to the retired totals."""
+        with self._lock:
+            for key in [k for k in self._values if _labelled(k, label, values)]:
+                value = self._values.pop(key)
+                if _kind(key[0]) is MetricKind.COUNTER:
+                    blank = _blanked(key, label)
+                    self._retired_values[blank] = self._retired_values.get(blank, 0) + value
+            for key in [k for k in self._histograms if _labelled(k, label, values)]:
+                histogram = self._histograms.pop(key)
+                retired = self._retired_histograms.setdefault(
+                    _blanked(key, label), Histogram([0] * len(histogram.counts))
+                )
+                retired.merge(histogram)
+
     def state(self) -> list[list[Any]]:
         """Every series as JSON-ready `[name, label values, value]`; a histogram's value is
         `[per-bucket counts, sum, count]`."""
         with self._lock:
-            values = [[name, list(lv), v] for (name, lv), v in self._values.items()]
-            histograms = [
-                [name, list(lv), [list(h.counts), h.sum, h.count]]
-                for (name, lv), h in self._histograms.items()
-            ]
-        return values + histograms
+            return _as_state(self._values, self._histograms)
+
+    def retired(self) -> list[list[Any]]:
+        """The retired totals, shaped as `state()`: for the trends, never for the exposition."""
+        with self._lock:
+            return _as_state(self._retired_values, self._retired_histograms)
+
+
+def _as_state(
+    values: dict[tuple[str, LabelValues], float],
+    histograms: dict[tuple[str, LabelValues], Histogram],
+) -> list[list[Any]]:
+    return [[name, list(lv), v] for (name, lv), v in values.items()] + [
+        [name, list(lv), [list(h.counts), h.sum, h.count]] for (name, lv), h in histograms.items()
+    ]
+
+
+def _kind(name: str) -> MetricKind | None:
+    metric = BY_NAME.get(name)
+    return None if metric is None else metric.kind
+
+
+def _position(name: str, label: str) -> int | None:
+    metric = BY_NAME.get(name)
+    return metric.labels.index(label) if metric and label in metric.labels else None
+
+
+def _labelled(key: tuple[str, LabelValues], label: str, values: Collection[str]) -> bool:
+    position = _position(key[0], label)
+    return position is not None and key[1][position] in values
+
+
+def _blanked(key: tuple[str, LabelValues], label: str) -> tuple[str, LabelValues]:
+    name, values = key
+    position = _position(name, label) or 0  # only keys `_labelled` found come here
+    return name, (*values[:position], "", *values[position + 1 :])
 
 
 def _label_values(metric: Metric, kind: MetricKind, labels: dict[str, str]) -> LabelValues:

@@ -36,6 +36,11 @@ class RedisKeys:
         return f"{cls.prefix}:collections"
 
     @classmethod
+    def incarnations(cls) -> str:
+        """Hash collection name -> a token new each time a collection of that name is made."""
+        return f"{cls.prefix}:collections:incarnations"
+
+    @classmethod
     def queue_items(cls, collection: str) -> str:
         """Hash queue_id -> status entry of every queued/failed item of a collection."""
         return f"{cls.prefix}:q:{collection}:items"

@@ -109,7 +109,12 @@ class WorkerService:
         self._consuming: asyncio.Task[None] | None = None
         self._heartbeat = Periodic("worker heartbeat", WORKER_BEAT_S, self._beat)
         self._metrics = MetricsPublisher(
-            redis, self._recorder, "worker", "worker", refresh=self._count_documents
+            redis,
+            self._recorder,
+            "worker",
+            "worker",
+            refresh=self._count_documents,
+            catalog=catalog,
         )
         self._watchdog = Watchdog(bus, redis, self._recorder, "worker", settings)
 
@@ -195,11 +200,10 @@ class WorkerService:
         return result
 
     async def _count_documents(self) -> None:
-        """COLLECTION_DOCUMENTS for every collection (a count is cheap for the engine)."""
-        names = await self._catalog.names()
-        for name in names:
+        """COLLECTION_DOCUMENTS for every collection (a count is cheap for the engine); the
+        publisher drops those of a collection dropped meanwhile."""
+        for name in await self._catalog.names():
             self._recorder.set(COLLECTION_DOCUMENTS, await self._store.count(name), collection=name)
-        self._recorder.keep_only(COLLECTION_DOCUMENTS, "collection", set(names))
 
     async def _beat(self) -> None:
         """What readiness reads: whether the store answers and the broker is connected; and

@@ -27,6 +27,8 @@ class MetricDefinition:
 def _definitions() -> tuple[MetricDefinition, ...]:
     out: list[MetricDefinition] = []
     for metric in VOCABULARY:
+        if not metric.trended:
+            continue
         if metric.kind is MetricKind.COUNTER:
             out.append(MetricDefinition(metric.name, "count", metric.help))
         elif metric.kind is MetricKind.GAUGE:

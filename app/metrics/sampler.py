@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.context import ApiContext
 from app.metrics.store import Counters, MetricsStore, trend_counters
+from core.catalog import Catalog
 from core.lifecycle import Periodic
 from core.metrics import (
     COLLECTION_QUEUE,
@@ -113,7 +114,8 @@ class MetricsSampler:
     ) -> None:
         self._store = MetricsStore(redis)
         self._cluster = cluster
-        self._publisher = MetricsPublisher(redis, recorder, node, "api")
+        # With the catalog: a search's series go once its collection is dropped.
+        self._publisher = MetricsPublisher(redis, recorder, node, "api", catalog=Catalog(redis))
         self._snapshots = Periodic("metrics snapshots", SNAPSHOT_INTERVAL_S, self._snapshot)
 
     def start(self) -> None:

@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 
 from app.metrics.prometheus import cumulative_buckets, series_labels
 from core.metrics import BY_NAME, MetricKind
-from core.metrics_publish import read_nodes
+from core.metrics_publish import NodeState, read_nodes
 from core.names import RedisKeys
 
 SLOT_S = 10
@@ -50,7 +50,7 @@ def trend_counters(series: list[list[Any]]) -> Counters:
 
     for name, label_values, value in series:
         metric = BY_NAME.get(name)
-        if metric is None:
+        if metric is None or not metric.trended:
             continue
         kept = [
             (label, v)
@@ -69,6 +69,13 @@ def trend_counters(series: list[list[Any]]) -> Counters:
     return out
 
 
+def node_of(state: NodeState) -> Node:
+    """A node's trend counters count what it counted for dropped collections too (retired), so
+    a drop is no dip in a trend, nor a fall read as a restart."""
+    counters = trend_counters([*state.series, *state.retired])
+    return Node(state.role, state.last_seen, state.meta, counters)
+
+
 def slot_of(t: float) -> int:
     return int(t // SLOT_S) * SLOT_S
 
@@ -80,10 +87,7 @@ class MetricsStore:
     async def nodes(self) -> dict[str, Node]:
         """Every process that published its metrics (api processes, worker, encoders)."""
         states = await read_nodes(self._redis, time.time())
-        return {
-            node: Node(state.role, state.last_seen, state.meta, trend_counters(state.series))
-            for node, state in states.items()
-        }
+        return {node: node_of(state) for node, state in states.items()}
 
     async def snapshot(self, now: float, cluster: Callable[[], Awaitable[Counters]]) -> bool:
         """Record the counters for the current slot unless some api process already did, with

@@ -1,10 +1,12 @@
 """Metrics routes (API.md §2): shapes over raw HTTP and amgix-client; counters move with traffic;
-the Prometheus exposition passes promtool with every process in it."""
+the Prometheus exposition passes promtool with every process in it, names only collections that
+exist, and has each program's standard process series."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -214,3 +216,69 @@ def test_gauges_are_trends_of_levels(client: httpx.Client) -> None:
     assert last[depth] >= 0
     definitions = {d["key"]: d for d in client.get("/v1/metrics/definitions").json()}
     assert definitions["braid_queue_depth"]["unit"] == "level"
+
+
+def _naming(client: httpx.Client, collection: str) -> list[str]:
+    """The exposition's series labelled with `collection`."""
+    text = client.get("/v1/metrics/prometheus").text
+    return [line for line in text.splitlines() if f'collection="{collection}"' in line]
+
+
+def test_a_dropped_collection_leaves_no_series_and_made_again_counts_from_zero(
+    client: httpx.Client,
+) -> None:
+    """Its searches (api processes), writes and document count (worker) and queue (cluster)
+    all go once it is dropped; made again under its name, it starts at zero."""
+    name = f"met{uuid.uuid4().hex[:8]}"
+    create(client, name, keyword_collection())
+    document = {"id": "d", "content": "gone soon", "timestamp": "2026-01-01T00:00:00Z"}
+    sync = client.post(f"/v1/collections/{name}/documents/sync", json=document)
+    assert sync.status_code == 200, sync.text
+    for _ in range(3):
+        found = client.post(f"/v1/collections/{name}/search", json={"query": "gone"})
+        assert found.status_code == 200, found.text
+    expected = (SEARCH_COUNT, "braid_document_writes_total", "braid_collection_documents")
+    wait_until(
+        lambda: all(any(line.startswith(m) for line in _naming(client, name)) for m in expected),
+        timeout=20,
+    )
+
+    assert client.delete(f"/v1/collections/{name}").status_code == 200
+    wait_until(lambda: not _naming(client, name), timeout=20)
+    assert name not in client.get("/v1/metrics/current").text
+
+    create(client, name, keyword_collection())
+    found = client.post(f"/v1/collections/{name}/search", json={"query": "gone"})
+    assert found.status_code == 200, found.text
+    wait_until(lambda: _searches_counted(client, name) == 1, timeout=20)
+    assert client.delete(f"/v1/collections/{name}").status_code == 200
+
+
+def _process_series(text: str, node: str) -> dict[str, float]:
+    found = re.findall(rf'^(process_\w+)\{{node="{node}",role="[^"]+"\}} (\S+)$', text, re.M)
+    return {metric: float(value) for metric, value in found}
+
+
+def test_each_program_exposes_its_cpu_memory_and_file_descriptors(client: httpx.Client) -> None:
+    nodes = ("api-1", "worker", "encoder-1")
+    names = {
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    }
+
+    def exposition() -> str | None:
+        text = client.get("/v1/metrics/prometheus").text
+        return text if all(set(_process_series(text, n)) == names for n in nodes) else None
+
+    text = wait_until(exposition, timeout=20)
+    for node in nodes:
+        series = _process_series(text, node)
+        assert series["process_cpu_seconds_total"] > 0, node
+        assert series["process_resident_memory_bytes"] > 10_000_000, node  # a Python program
+        assert series["process_open_fds"] >= 3, node
+        assert time.time() - 86_400 < series["process_start_time_seconds"] <= time.time(), node
+    for name in names:
+        assert text.count(f"# TYPE {name} ") == 1
+    assert promtool_problems(text) == ""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.metrics.store import Node, trend_counters
+from app.metrics.definitions import BY_KEY
+from app.metrics.store import Node, node_of, trend_counters
 from app.metrics.views import (
     bucket_starts,
     candidate_slots,
@@ -10,7 +11,18 @@ from app.metrics.views import (
     node_view,
     trends,
 )
-from core.metrics import DOCUMENT_WRITES, HTTP_RESPONSES, QUEUE_DEPTH, SEARCH_SECONDS, Recorder
+from core.metrics import (
+    COLLECTION,
+    COLLECTION_DOCUMENTS,
+    DOCUMENT_WRITES,
+    HTTP_RESPONSES,
+    PROCESS_CPU,
+    PROCESS_START,
+    QUEUE_DEPTH,
+    SEARCH_SECONDS,
+    Recorder,
+)
+from core.metrics_publish import NodeState
 
 NOW = 1_800_000_000.0  # a multiple of 300
 T0 = int(NOW) - 300
@@ -90,3 +102,33 @@ def test_a_gauge_s_bucket_is_its_level_at_the_end_not_an_increase() -> None:
     snaps = {T0: {"cluster": {depth: 40}}, T0 + 60: {"cluster": {depth: 25}}}
     (trend,) = trends([T0], 60, lambda s: snaps.get(s), {"cluster": {depth: 3}}, NOW, [depth])
     assert [(b.bucket_start, b.value) for b in trend.buckets] == [(T0, 25)]
+
+
+def test_a_dropped_collection_leaves_the_trend_keys_as_they_were_but_its_level() -> None:
+    """Its writes and searches still count in the sums over collections (a drop is no dip, and
+    no fall read as a restart); the documents it held are no longer stored."""
+    recorder = Recorder()
+    for collection in ("kept", "dropped"):
+        recorder.inc(DOCUMENT_WRITES, 3, collection=collection, op="upsert", outcome="applied")
+        recorder.observe(SEARCH_SECONDS, 0.004, collection=collection)
+        recorder.set(COLLECTION_DOCUMENTS, 3, collection=collection)
+
+    def counters() -> dict[str, float]:
+        return node_of(
+            NodeState("worker", "worker", NOW, recorder.state(), {}, recorder.retired())
+        ).counters
+
+    before = counters()
+    recorder.forget(COLLECTION, {"dropped"})
+    after = counters()
+    assert after.pop(COLLECTION_DOCUMENTS.name) == 3 and before.pop(COLLECTION_DOCUMENTS.name) == 6
+    assert after == before
+    assert after['braid_document_writes_total{outcome="applied"}'] == 6
+
+
+def test_a_process_s_cpu_is_a_trend_and_its_start_time_is_not() -> None:
+    recorder = Recorder()
+    recorder.set_total(PROCESS_CPU, 2.5)
+    recorder.set(PROCESS_START, 1.7e9)
+    assert trend_counters(recorder.state()) == {PROCESS_CPU.name: 2.5}
+    assert PROCESS_CPU.name in BY_KEY and PROCESS_START.name not in BY_KEY

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.metrics.prometheus import render
 from bench.common.scrape import promtool_problems
 from core.metrics import (
+    COLLECTION,
     EMBEDDED_TEXTS,
     HTTP_REQUEST_SECONDS,
     LATENCY_BUCKETS,
@@ -13,6 +16,7 @@ from core.metrics import (
     Recorder,
 )
 from core.metrics_publish import LIVE_WITHIN_S, NodeState
+from core.process_stats import ProcessReader
 
 NOW = 1_800_000_000.0
 
@@ -24,10 +28,14 @@ def exposition() -> str:
     )
     api.observe(SEARCH_SECONDS, 0.031, collection='odd "name"')
     encoder.inc(EMBEDDED_TEXTS, 16_777_217, model="m", lane="document")  # past float32's exact
+    api.observe(SEARCH_SECONDS, 0.5, collection="dropped")
+    api.forget(COLLECTION, {"dropped"})
+    for recorder in (api, encoder):
+        ProcessReader().record(recorder)  # this test's process: Linux's /proc, or nothing
     cluster = Recorder()
     cluster.set(QUEUE_DEPTH, 4, queue="braid.documents")
     nodes = [
-        NodeState("api-1", "api", NOW, api.state()),
+        NodeState("api-1", "api", NOW, api.state(), retired=api.retired()),
         NodeState("encoder-1", "encoder:model_holder", NOW - LIVE_WITHIN_S - 1, encoder.state()),
     ]
     return render(nodes, cluster.state(), NOW)
@@ -64,3 +72,24 @@ def test_cluster_gauges_have_no_node_and_a_silent_process_is_down() -> None:
 def test_series_of_an_unknown_metric_are_left_out() -> None:
     state = NodeState("worker", "worker", NOW, [["braid_from_the_future_total", [], 3]])
     assert "from_the_future" not in render([state], [], NOW)
+
+
+def test_a_forgotten_collection_and_the_retired_totals_are_not_exposed() -> None:
+    text = exposition()
+    assert "dropped" not in text
+    assert 'collection=""' not in text
+
+
+def test_each_process_has_the_standard_process_series_with_node_and_role() -> None:
+    text = exposition()
+    if "process_cpu_seconds_total" not in text:
+        pytest.skip("no /proc here")
+    for name, kind in (
+        ("process_cpu_seconds_total", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+    ):
+        assert f"# TYPE {name} {kind}\n" in text
+        assert f'\n{name}{{node="api-1",role="api"}} ' in text
+        assert f'\n{name}{{node="encoder-1",role="encoder:model_holder"}} ' in text
