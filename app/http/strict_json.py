@@ -6,17 +6,15 @@ surrogates (`"\\ud800"`, which no UTF-8 encoder can write back), and integers of
 handler as a 500. Here the body is parsed once with orjson, which refuses the first three, and the
 integers are checked against int64, so every such body answers 422 naming what to fix.
 
-Nesting is bounded too (MAX_JSON_DEPTH, a 422 that names it and echoes nothing): orjson 3.8
-recurses without a limit and overflows the C stack past about 100,000 levels (the process dies,
-every connection with it), and FastAPI's encoder of a 422 recurses through the input it echoes
-(a 500 past about 1,000). A body with too few brackets to hurt orjson is measured as its numbers
-are walked, for free; only one with more is measured on its bytes before it is parsed.
+Nesting is bounded too (MAX_JSON_DEPTH, a 422 that names it and echoes nothing): FastAPI's
+encoder of a 422 recurses through the input it echoes (a 500 past about 1,000 levels). orjson
+refuses past 1,024 levels itself ("depth limit exceeded"), before it could recurse deeper, so a
+body of any depth costs one parse; within that, the depth is measured as the numbers are walked.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -35,23 +33,15 @@ _REASONS = (
 )
 # orjson says only this where a NaN or Infinity stands, as for any other stray character: keep
 # its words, say where, and add the hint.
-_NOT_A_NUMBER = ("unexpected character", "no digit after minus sign")
+_NOT_A_NUMBER = ("unexpected character", "no digit after")
 NAN_HINT = "NaN and Infinity are not JSON numbers"
 OUT_OF_RANGE = f"integers must be between {INT64_MIN} and {INT64_MAX}"
 TOO_DEEP = (
     f"a JSON body may nest at most {MAX_JSON_DEPTH} levels of objects and arrays;"
     f" a metadata_filter at most {MAX_FILTER_DEPTH} levels of and, or, not"
 )
-# A body with no more bytes, or no more brackets, than this cannot nest deeper, which orjson
-# survives on any stack (later orjson versions refuse past 1,024 themselves): its depth is
-# measured once parsed. The bytes are looked at first only where they might be deeper.
-_PARSER_SAFE_DEPTH = 1024
-# Only brackets count for depth; braces are read as brackets, every other byte is dropped.
-_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-# Passes before the walk: each costs a copy of the text, the walk a Python step per run left.
-_PASSES = 16
-_RUNS = re.compile(rb"(\[*)(\]*)")
+# orjson's words where a body nests past its own limit (1,024): read as TOO_DEEP.
+_PARSER_TOO_DEEP = "depth limit exceeded"
 
 
 class TooDeep(ValueError):
@@ -62,53 +52,6 @@ def _reason(message: str, position: int) -> str:
     if any(marker in message for marker in _NOT_A_NUMBER):
         return f"{message} at position {position} ({NAN_HINT})"
     return next((reason for marker, reason in _REASONS if marker in message), message)
-
-
-def nests_past(raw: bytes, limit: int) -> bool:
-    """Whether the JSON text `raw` opens more than `limit` objects and arrays at once, read from
-    the bytes before any parser recurses into them.
-
-    The depth after each bracket is the count of `[` minus `]` before it. A pass deletes every
-    `[]`, the peaks of that profile, and leaves the depth at every other point as it was; the
-    closing brackets appended let every peak be deleted, so a pass lowers the highest point by
-    exactly one. A few C-speed passes shrink any wide body; the walk over what is left climbs
-    `passes` fewer levels. (Past a text's first error, where a parser stops, this may read
-    deeper than the parser would go: such a text is refused either way.)
-    """
-    brackets = _brackets_outside_strings(raw)
-    if b"[" * (limit + 1) in brackets:
-        return True  # the usual deep body, found at once
-    brackets += b"]" * (limit + 1)
-    passes = 0
-    while passes < min(_PASSES, limit):
-        fewer = brackets.replace(b"[]", b"")
-        if len(fewer) == len(brackets):
-            break
-        brackets, passes = fewer, passes + 1
-    return _climbs_past(brackets, limit - passes)
-
-
-def _climbs_past(brackets: bytes, limit: int) -> bool:
-    """Whether the depth climbs past `limit` before it first falls below 0 (where a parser
-    stops: a closing bracket with nothing open)."""
-    depth = 0
-    for opening, closing in _RUNS.findall(brackets):
-        depth += len(opening)
-        if depth > limit:
-            return True
-        depth -= len(closing)
-        if depth < 0:
-            return False
-    return False
-
-
-def _brackets_outside_strings(raw: bytes) -> bytes:
-    # Escapes matter only before a quote. Escaped backslashes go first: then every `\"` left is
-    # a quote inside a string.
-    if b'\\"' in raw:
-        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(raw.split(b'"')[::2])
-    return outside.translate(_AS_BRACKETS, _NOT_BRACKETS)
 
 
 def numbers_in(value: Any, max_depth: int = sys.maxsize) -> list[int | float]:
@@ -158,22 +101,14 @@ def _big_integer_literal(raw: bytes) -> bool:
     return False
 
 
-def _may_hurt_the_parser(raw: bytes) -> bool:
-    # The length first: counting costs about as much as parsing, and most bodies are short.
-    if len(raw) <= _PARSER_SAFE_DEPTH:
-        return False
-    return raw.count(b"[") + raw.count(b"{") > _PARSER_SAFE_DEPTH
-
-
 def strict_loads(raw: bytes) -> Any:
     """The parsed body, or json.JSONDecodeError (FastAPI's 422 "json_invalid") saying why not."""
-    if _may_hurt_the_parser(raw) and nests_past(raw, MAX_JSON_DEPTH):
-        raise json.JSONDecodeError(TOO_DEEP, "", 0)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # The document is left out on purpose: error answers never echo the input back.
-        raise json.JSONDecodeError(_reason(exc.msg, exc.pos), "", 0) from None
+        reason = TOO_DEEP if _PARSER_TOO_DEEP in exc.msg else _reason(exc.msg, exc.pos)
+        raise json.JSONDecodeError(reason, "", 0) from None
     try:
         numbers = numbers_in(value, MAX_JSON_DEPTH)
     except TooDeep:
