@@ -18,6 +18,11 @@ export BRAID_DATA_DIR
 # there arrives owned by root), then drops root for good: every process runs as that user.
 if [[ -n ${BRAID_RUN_AS:-} && $(id -u) == 0 ]]; then
     find "$BRAID_DATA_DIR" -xdev ! -user "$BRAID_RUN_AS" -exec chown "$BRAID_RUN_AS:" {} +
+    # The log relay (core/logrelay.py) opens supervisord's stdout anew, as that user: Docker's
+    # pipe (or, with -t, the container's console) belongs to root until it is handed over.
+    if [[ -p /dev/stdout ]] || { (($$ == 1)) && [[ -t 1 ]]; }; then
+        chown "$BRAID_RUN_AS" /dev/stdout || true
+    fi
     exec setpriv --reuid="$BRAID_RUN_AS" --regid="$BRAID_RUN_AS" --init-groups --inh-caps=-all \
         env HOME="$BRAID_DATA_DIR" "$0" "$@"
 fi
@@ -65,6 +70,11 @@ if (($# > 0)); then
     exec "$@"
 fi
 
+# supervisord and the log relay both write to this stdout: a file must take them in append
+# mode, or each would write over the other's lines.
+if [[ -f /dev/stdout ]]; then
+    exec >>/proc/self/fd/1
+fi
 echo "entrypoint: data $BRAID_DATA_DIR, api :$BRAID_PORT ($BRAID_API_PROCESSES processes)," \
     "encoders $BRAID_ENCODERS" \
     "(models $BRAID_ENCODER_MODELS), bundled rabbitmq=$BRAID_START_RABBITMQ" \

@@ -355,6 +355,11 @@ class Stack:
         path = self._data_dir / "logs" / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def output(self) -> str:
+        """What supervisord printed (logs/entrypoint.log): what `make run`'s terminal and `docker
+        logs` show, every program's lines prefixed by its name included."""
+        return self.logs("entrypoint")
+
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
         parts = []
         for path in sorted((self._data_dir / "logs").glob("*.log")):
