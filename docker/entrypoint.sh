@@ -65,6 +65,12 @@ else
     export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 fi
 export HF_HOME=${HF_HOME:-$BRAID_DATA_DIR/hf}
+# Nothing leaves the box: libraries that phone home by default are told not to. ONNX Runtime's
+# official builds send usage events to Microsoft and keep a device id under ~/.cache/Microsoft
+# unless ORT_DISABLE_TELEMETRY is set before they load; the Hugging Face hub adds telemetry to its
+# requests when downloads are allowed (DO_NOT_TRACK is the cross-tool convention it honours too).
+# OpenVINO's telemetry is kept from loading in encoder/openvino.py.
+export ORT_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_TELEMETRY=1 DO_NOT_TRACK=1
 
 if (($# > 0)); then
     exec "$@"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,7 +45,13 @@ BATCH = 16
 
 @functools.cache
 def _core() -> Any:
-    """The process's OpenVINO runtime: it reads the CPU's capabilities and compiles."""
+    """The process's OpenVINO runtime: it reads the CPU's capabilities and compiles.
+
+    `import openvino` imports its converter (openvino.tools.ovc), which loads the
+    openvino_telemetry package where installed: that writes a client id under ~/intel and sends
+    usage events to Google Analytics. A None in sys.modules makes that import fail, and ovc falls
+    back to its own stub (openvino.tools.ovc.telemetry_stub)."""
+    sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
     import openvino
 
     return openvino.Core()
