@@ -38,9 +38,20 @@ class OnnxUnavailable(RuntimeError):
     """This model cannot run on ONNX Runtime here; the caller keeps the torch backend."""
 
 
+def runtime() -> Any:
+    """ONNX Runtime with its telemetry off. Its official builds send usage events to Microsoft
+    (mobile.events.data.microsoft.com) and keep a device id under ~/.cache/Microsoft unless
+    ORT_DISABLE_TELEMETRY=1 is set before the import (its Privacy.md). docker/entrypoint.sh sets
+    it for the whole stack; this covers every other way in (bench, tests)."""
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime
+
+    return onnxruntime
+
+
 def available() -> bool:
     try:
-        import onnxruntime  # noqa: F401
+        runtime()
     except ImportError:
         return False
     return True
@@ -134,7 +145,7 @@ def _forward_params(hf_model: Any) -> set[str]:
 
 def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     """A CPU session with `threads` intra-op threads (the caller's thread is one of them)."""
-    import onnxruntime as ort
+    ort = runtime()
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
