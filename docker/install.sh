@@ -69,6 +69,14 @@ fi
 if [[ $MODE == test ]] && ! command -v docker-compose >/dev/null 2>&1; then
     missing+=(docker-compose)
 fi
+# tests/integration/test_offline.py runs the stack in a network namespace (ip) whose way out
+# nftables counts and drops.
+if [[ $MODE == test ]] && ! command -v ip >/dev/null 2>&1; then
+    missing+=(iproute2)
+fi
+if [[ $MODE == test ]] && ! command -v nft >/dev/null 2>&1; then
+    missing+=(nftables)
+fi
 # Headless Chromium drives the dashboard's browser tests (Playwright launches this binary).
 if [[ $MODE == test && ! -x /usr/bin/chromium ]]; then
     missing+=(chromium)
