@@ -1,6 +1,7 @@
-"""The image, run as the README says: healthy, the quickstart, an unprivileged user, a clean
-`docker stop` and a `docker start` that finds everything, a `docker kill` mid-stream that loses
-nothing acknowledged, the encoder count from the environment, and no network at all."""
+"""The image, run as the README says: healthy, the quickstart, an unprivileged user, every
+program's lines in `docker logs`, a clean `docker stop` and a `docker start` that finds
+everything, a `docker kill` mid-stream that loses nothing acknowledged, the encoder count from the
+environment, and no network at all."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import uuid
 import httpx
 
 from harness.verify import verify
-from tests.container.conftest import BASE_URL, START_S, UID, Container, Readme, docker
+from tests.container.conftest import BASE_URL, NAME, START_S, UID, Container, Readme, docker
 from tests.integration.helpers import (
     MODEL,
     all_documents,
@@ -27,6 +28,12 @@ from tests.integration.volume import BACKLOG, VolumeTraffic
 from tests.readme import quickstart_script
 
 RECIPES = {"carbonara", "pancakes", "gazpacho"}
+# A line each of these programs writes once it is up, in its file and in `docker logs`.
+STARTED = {
+    "api-1": "Application startup complete",
+    "encoder-1": "encoder 1 ready",
+    "worker": "worker ready",
+}
 STALL_S = 120  # a queue that has not shrunk for this long, after a restart, is stuck
 
 
@@ -44,6 +51,28 @@ def _uids(box: Container) -> dict[str, int]:
     return {f"{pid} {args}": int(uid) for uid, pid, args in (line.split(None, 2) for line in table)}
 
 
+def _in_docker_logs(box: Container, starts: int) -> None:
+    """Wait until `docker logs` shows the started line of each of STARTED's programs, one per
+    start, prefixed by the program, as in the program's file."""
+    missing: list[str] = []
+
+    def shown() -> bool:
+        logs = set(docker("logs", NAME).splitlines())
+        missing.clear()
+        for program, text in STARTED.items():
+            log = (box.data / "logs" / f"{program}.log").read_text(errors="replace")
+            lines = [f"{program:<10} | {line}" for line in log.splitlines() if text in line]
+            missing.extend(line for line in lines if line not in logs)
+            if len(lines) < starts:
+                missing.append(f"{program}: {text!r} in its file {starts} times")
+        return not missing
+
+    try:
+        wait_until(shown, timeout=60)
+    except AssertionError:
+        raise AssertionError(f"not in docker logs: {missing}\n{box.log_tails()}") from None
+
+
 def test_run_as_written_then_stop_and_start(container: Container) -> None:
     # The host folder already holds a file of root's (an older image's, a restore): handed over.
     (container.data / "logs").mkdir(parents=True)
@@ -51,6 +80,8 @@ def test_run_as_written_then_stop_and_start(container: Container) -> None:
     container.sh(Readme.RUN)
     cold_s = container.wait_healthy()
     assert _quickstart(container)[0] == "gazpacho"
+    # The processes run as braid, Docker's stdout pipe was root's: the lines get there anyway.
+    _in_docker_logs(container, starts=1)
     # A start before the broker is up leaves nothing to warn about later, in whatever thread
     # (once a 500 on the quickstart's create), and a broadcast nobody hears is not an error.
     for log in sorted((container.data / "logs").glob("*.log")):
@@ -75,6 +106,7 @@ def test_run_as_written_then_stop_and_start(container: Container) -> None:
 
     container.sh(Readme.START)
     warm_s = container.wait_healthy()
+    _in_docker_logs(container, starts=2)
     with httpx.Client(base_url=BASE_URL, timeout=60) as client:
         assert set(all_documents(client, "recipes")) == RECIPES
         search = {"query": "chilled tomato soup", "limit": 2}
