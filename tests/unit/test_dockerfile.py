@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 from supervisor.datatypes import RestartUnconditionally
-from supervisor.options import ServerOptions
+from supervisor.events import EventTypes
+from supervisor.options import EventListenerPoolConfig, ServerOptions
 
 from core.settings import available_cores, default_api_processes
 
@@ -25,6 +26,7 @@ PYTHON_COMMANDS = {
     "worker": "python3 -m worker",
 }
 BUNDLED = ("epmd", "rabbitmq", "redis", "qdrant")
+LOG_RELAY = "logs"  # the event listener that copies every program's lines to stdout
 # Tokens in RUN / ENTRYPOINT / CMD that look like files of ours.
 FILE_TOKEN = re.compile(r"^[\w./-]+\.(?:sh|txt|conf|py|toml|yaml)$")
 
@@ -210,7 +212,7 @@ def test_supervisord_conf_parses_with_encoders_from_the_environment(
 ) -> None:
     options = server_options(monkeypatch, tmp_path, BRAID_ENCODERS="3", BRAID_API_PROCESSES="3")
     groups = {group.name: group for group in options.process_group_configs}
-    assert set(groups) == set(PYTHON_COMMANDS) | set(BUNDLED)
+    assert set(groups) == set(PYTHON_COMMANDS) | set(BUNDLED) | {LOG_RELAY}
     encoders = groups["encoder"].process_configs
     assert [p.name for p in encoders] == ["encoder-1", "encoder-2", "encoder-3"]
     assert [p.environment["BRAID_ENCODER_INDEX"] for p in encoders] == ["1", "2", "3"]
@@ -248,7 +250,30 @@ def test_bundled_servers_start_only_when_asked(
         "api": True,
         "encoder": True,
         "worker": True,
+        LOG_RELAY: True,
     }
+
+
+def test_every_programs_lines_go_to_its_file_and_to_the_log_relay(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    options = server_options(monkeypatch, tmp_path)
+    groups = {group.name: group for group in options.process_group_configs}
+    pool = groups.pop(LOG_RELAY)
+    assert isinstance(pool, EventListenerPoolConfig)
+    assert EventTypes.PROCESS_LOG in pool.pool_events
+    (relay,) = pool.process_configs
+    assert relay.command == "python3 -m core.logrelay"
+    # Its stdout is the event protocol: not logged; it gets no events of its own lines.
+    assert relay.stdout_logfile is None
+    assert relay.stderr_logfile == str(tmp_path / "logs" / "logs.log")
+    assert not relay.stdout_events_enabled and not relay.stderr_events_enabled
+    # It starts first and stops last, so it has every program's first and last lines.
+    assert all(pool.priority < group.priority for group in groups.values())
+    for group in groups.values():
+        for process in group.process_configs:
+            assert process.stdout_events_enabled and process.stderr_events_enabled, process.name
+            assert process.stdout_logfile == str(tmp_path / "logs" / f"{process.name}.log")
 
 
 def test_priorities_stop_the_worker_first_and_epmd_last(
