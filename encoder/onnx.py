@@ -128,7 +128,7 @@ def export(model: SentenceTransformer, target: Path) -> None:
                 output_names=[OUTPUT],
                 dynamic_axes={name: {0: "batch", 1: "sequence"} for name in [*names, OUTPUT]},
                 opset_version=17,
-                dynamo=False,  # the TorchScript exporter: needs neither onnx nor onnxscript
+                dynamo=False,  # the TorchScript exporter: needs onnx (to write), not onnxscript
             )
     except Exception as exc:  # third-party exporter: any failure means "no ONNX for this model"
         raise OnnxUnavailable(f"export failed: {type(exc).__name__}: {exc}") from exc
