@@ -14,8 +14,9 @@ Xeon). So at load, with
 batch for documents, single short queries for queries; a warm-up call each, then best of ROUNDS,
 taken in turn) and keeps the fastest whose worst cosine to float32 on PROBE_TEXTS is at least
 PROBE_MIN_COSINE; a lane other than the lane's default has to be SPEED_MARGIN times as fast
-(`choose_lane`), so noise does not flip it. A forced precision is not timed (bfloat16 is still
-probed).
+(`choose_lane`), so noise does not flip it; a runner with a runtime of its own (OpenVINO) has to
+be SPEED_MARGIN times as fast as the best of the rest too, or its memory buys nothing. A forced
+precision is not timed (bfloat16 is still probed).
 
 How a runner turns texts into model calls (token-sorted, cut, padded, pooled) is `encoder.calls`.
 """
@@ -26,7 +27,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -190,23 +191,38 @@ def could_win(default: Measured, other: Measured) -> bool:
     return other.rate >= SPEED_MARGIN * default.rate
 
 
-def choose_lane(measured: Sequence[Measured]) -> tuple[str, str]:
+def choose_lane(measured: Sequence[Measured], extras: Collection[str] = ()) -> tuple[str, str]:
     """The runner a lane keeps, and why. The first is the lane's default (float32, or a runner
     already checked against it) and stays unless another matches float32 and is SPEED_MARGIN
-    times as fast; of those, the fastest wins."""
+    times as fast; of those, the fastest wins. A runner named in `extras` brings a runtime of
+    its own, hundreds of MB resident (OpenVINO: ~270 MB), so it must also be SPEED_MARGIN times
+    as fast as the best of the others."""
     default, *others = measured
     if not others:
         return default.name, "the only candidate the settings allow"
     winners = [m for m in others if could_win(default, m) and matches(m)]
+    kept = max(
+        [m for m in winners if m.name not in extras], key=lambda m: m.rate or 0.0, default=default
+    )
+    heavy = [m for m in winners if m.name in extras]
+    winners = [m for m in winners if m.name not in extras or could_win(kept, m)]
     if winners:
         best = max(winners, key=lambda m: m.rate or 0.0)
         assert best.rate and default.rate
         speedup = best.rate / default.rate
-        return best.name, f"{speedup:.2f}x as fast as {default.name} (needs {SPEED_MARGIN}x)"
+        why = f"{speedup:.2f}x as fast as {default.name} (needs {SPEED_MARGIN}x)"
+        left = [m.name for m in heavy if m is not best]
+        return best.name, why + (_not_worth(left, best) if left else "")
     differing = [m.name for m in others if could_win(default, m) and not matches(m)]
     if differing:
         return default.name, f"{', '.join(differing)} faster but under cosine {PROBE_MIN_COSINE}"
+    if heavy:
+        return default.name, _not_worth([m.name for m in heavy], default).removeprefix("; ")
     return default.name, f"nothing {SPEED_MARGIN}x as fast"
+
+
+def _not_worth(names: list[str], kept: Measured) -> str:
+    return f"; {', '.join(names)} under {SPEED_MARGIN}x {kept.name}: not worth its runtime's memory"
 
 
 def time_runners(runners: Sequence[Runner], calls: Sequence[list[str]]) -> list[Measured]:
@@ -300,7 +316,7 @@ class LanePicker:
                 replace(m, cosine=self.cosine(runner)) if wanted else m
                 for m, runner, wanted in zip(timed, candidates, probed, strict=True)
             ]
-        name, why = choose_lane(measured)
+        name, why = choose_lane(measured, {runner.name for runner in self._documents_also})
         log.info(
             "%s %s lane (%s): %s; runs %s: %s (%.2f s)",
             model_name,

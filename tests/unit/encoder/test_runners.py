@@ -276,3 +276,25 @@ def test_token_lengths_are_padded_masked_and_capped() -> None:
     assert capped["input_ids"].shape == (1, 256)
     exact = calls.pad_tokens({"input_ids": torch.ones((1, 64), dtype=torch.long)}, 256)
     assert exact["input_ids"].shape == (1, 64)
+
+
+@pytest.mark.parametrize(
+    ("openvino", "chosen"),
+    [
+        (283.0, "torch-bf16"),  # an AMX Xeon: 2 % over torch's bfloat16 copy buys no runtime
+        (340.0, "openvino-bf16"),  # Zen 5: 1.2-1.3x, worth its memory
+    ],
+)
+def test_a_runner_with_a_runtime_of_its_own_must_beat_the_best_of_the_rest(
+    openvino: float, chosen: str
+) -> None:
+    measured = [
+        Measured("torch", 84.0, 1.0),
+        Measured("torch-bf16", 277.0, PASSES),
+        Measured("openvino-bf16", openvino, PASSES),
+    ]
+    name, why = choose_lane(measured, extras={"openvino-bf16"})
+    assert name == chosen
+    assert ("not worth its runtime's memory" in why) is (chosen == "torch-bf16")
+    # Alone against float32 it wins as any runner would.
+    assert choose_lane([measured[0], measured[2]], extras={"openvino-bf16"})[0] == "openvino-bf16"
