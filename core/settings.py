@@ -1,4 +1,5 @@
-"""Every BRAID_* environment variable, read once into one typed settings object."""
+"""Every BRAID_* environment variable, read once into one typed settings object; and the one
+place the process environment is written (`telemetry_off`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):  # Linux, where Braid runs
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+# Libraries that phone home unless told not to before they load: ONNX Runtime's official builds
+# send usage events to Microsoft and keep a device id under ~/.cache/Microsoft; the Hugging Face
+# hub adds telemetry to its requests (DO_NOT_TRACK is the cross-tool convention it honours too).
+# docker/entrypoint.sh and the Dockerfile export the same for every process.
+TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+
+
+def telemetry_off() -> None:
+    """Switch those off in this process, for a library not loaded yet: a process started without
+    the entrypoint (bench, tests, `docker exec`) sends nothing either."""
+    os.environ.update(TELEMETRY_OFF)
 
 
 def default_api_processes(cores: int) -> int:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.settings import telemetry_off
 from encoder.calls import TOKEN_INPUTS, finish, in_calls
 
 if TYPE_CHECKING:
@@ -39,11 +40,9 @@ class OnnxUnavailable(RuntimeError):
 
 
 def runtime() -> Any:
-    """ONNX Runtime with its telemetry off. Its official builds send usage events to Microsoft
-    (mobile.events.data.microsoft.com) and keep a device id under ~/.cache/Microsoft unless
-    ORT_DISABLE_TELEMETRY=1 is set before the import (its Privacy.md). docker/entrypoint.sh sets
-    it for the whole stack; this covers every other way in (bench, tests)."""
-    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    """ONNX Runtime with its telemetry off: it reads ORT_DISABLE_TELEMETRY once, at its import
+    (`core.settings.telemetry_off`)."""
+    telemetry_off()
     import onnxruntime
 
     return onnxruntime

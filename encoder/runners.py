@@ -201,28 +201,28 @@ def choose_lane(measured: Sequence[Measured], extras: Collection[str] = ()) -> t
     if not others:
         return default.name, "the only candidate the settings allow"
     winners = [m for m in others if could_win(default, m) and matches(m)]
-    kept = max(
-        [m for m in winners if m.name not in extras], key=lambda m: m.rate or 0.0, default=default
-    )
-    heavy = [m for m in winners if m.name in extras]
-    winners = [m for m in winners if m.name not in extras or could_win(kept, m)]
-    if winners:
-        best = max(winners, key=lambda m: m.rate or 0.0)
+    kept = max((m for m in winners if m.name not in extras), key=_rate_of, default=default)
+    unworthy = [m.name for m in winners if m.name in extras and not could_win(kept, m)]
+    winners = [m for m in winners if m.name not in unworthy]
+    if winners:  # never empty with `unworthy` set: `kept` is then one of them
+        best = max(winners, key=_rate_of)
         assert best.rate and default.rate
         speedup = best.rate / default.rate
         why = f"{speedup:.2f}x as fast as {default.name} (needs {SPEED_MARGIN}x)"
-        left = [m.name for m in heavy if m is not best]
-        return best.name, why + (_not_worth(left, best) if left else "")
+        if unworthy:
+            why += (
+                f"; {', '.join(unworthy)} under {SPEED_MARGIN}x {kept.name}:"
+                " not worth its runtime's memory"
+            )
+        return best.name, why
     differing = [m.name for m in others if could_win(default, m) and not matches(m)]
     if differing:
         return default.name, f"{', '.join(differing)} faster but under cosine {PROBE_MIN_COSINE}"
-    if heavy:
-        return default.name, _not_worth([m.name for m in heavy], default).removeprefix("; ")
     return default.name, f"nothing {SPEED_MARGIN}x as fast"
 
 
-def _not_worth(names: list[str], kept: Measured) -> str:
-    return f"; {', '.join(names)} under {SPEED_MARGIN}x {kept.name}: not worth its runtime's memory"
+def _rate_of(measured: Measured) -> float:
+    return measured.rate or 0.0
 
 
 def time_runners(runners: Sequence[Runner], calls: Sequence[list[str]]) -> list[Measured]:
