@@ -42,8 +42,24 @@ def point_id(doc_id: str) -> Any:
 
 
 def to_point(point: PointWrite) -> qe.Point:
+    return stored_to_point(stored_form(point))
+
+
+def stored_form(point: PointWrite) -> PointWrite:
+    """The point with its payload as the engine keeps it (`to_payload`): what the worker writes
+    and what its replicas apply (store/replication/wire.py), worked out once for all of them."""
+    return PointWrite(point.doc_id, to_payload(point.doc_id, point.payload), point.vectors)
+
+
+def stored_to_point(point: PointWrite) -> qe.Point:
+    """The engine's point of a `stored_form` point."""
     vectors = {slot: to_edge_vector(v) for slot, v in point.vectors.items()}
-    return qe.Point(_IDS.point(point.doc_id), vectors, to_payload(point.doc_id, point.payload))
+    return edge_point(point.doc_id, vectors, point.payload)
+
+
+def edge_point(doc_id: str, vectors: dict[str, Any], payload: dict[str, Any]) -> qe.Point:
+    """A point of the engine's own vectors and a payload as the engine keeps it."""
+    return qe.Point(_IDS.point(doc_id), vectors, payload)
 
 
 def to_payload(doc_id: str, payload: dict[str, Any]) -> dict[str, Any]:

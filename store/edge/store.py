@@ -132,10 +132,14 @@ class EdgeStore:
         return StoreInfo("qdrant-edge", _package_version("qdrant-edge-py"))
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
+        await self.upsert_points(name, [convert.to_point(p) for p in points])
+
+    async def upsert_points(self, name: str, points: list[qe.Point]) -> None:
+        """`upsert` of points already in the engine's form (convert.stored_to_point)."""
         if not points:  # nothing to make durable
             self._shard(name)
             return
-        operation = qe.UpdateOperation.upsert_points([convert.to_point(p) for p in points])
+        operation = qe.UpdateOperation.upsert_points(points)
         await self._write(name, [operation], len(points), len(points))
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:

@@ -42,7 +42,6 @@ from core.messages import CopyStore, StoreCopied, WorkerCall
 from core.names import REPLICATION_EXCHANGE, WORKER_RPC_QUEUE
 from core.retry import reconnect_delay_s
 from store.edge.store import EdgeStore
-from store.protocol import StoreWriter
 from store.read_through import ReadThrough
 from store.replication.replicator import Position
 from store.replication.wire import UnreadableWrite, Written
@@ -248,7 +247,7 @@ class Replica(ReadThrough):
             self._applied.notify_all()
         return True
 
-    async def _write(self, store: StoreWriter, written: Written) -> None:
+    async def _write(self, store: EdgeStore, written: Written) -> None:
         name = written.collection
         if written.op == "create":
             await store.create_collection(name, written.store_schema())
@@ -257,7 +256,7 @@ class Replica(ReadThrough):
         elif written.op == "empty":
             await store.empty(name)
         elif written.op == "upsert":
-            await store.upsert(name, written.points)
+            await store.upsert_points(name, written.edge_points)
         elif written.op == "overwrite":
             await store.overwrite_payloads(name, written.payloads)
         elif written.op == "delete":

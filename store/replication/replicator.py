@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 from core.bus import Bus
 from core.heartbeats import SEARCH_NODE_BEAT_S, SearchNodeBeat, parse_search_nodes
 from core.names import REPLICATION_EXCHANGE, RedisKeys
+from store.edge import convert
 from store.edge.store import EdgeStore
 from store.protocol import (
     CollectionMissing,
@@ -156,13 +157,15 @@ class Replicator(ReadThrough, StoreWriter):
             await self._send("empty", collection=name)
 
     async def upsert(self, name: str, points: list[PointWrite]) -> None:
-        """One store write; broadcast in messages of at most REPLICATION_CHUNK points."""
+        """One store write; broadcast in messages of at most REPLICATION_CHUNK points, each
+        point's payload as the engine keeps it (worked out here once for every replica)."""
+        stored = [convert.stored_form(p) for p in points]
         chunks = [
-            points[i : i + REPLICATION_CHUNK] for i in range(0, len(points), REPLICATION_CHUNK)
+            stored[i : i + REPLICATION_CHUNK] for i in range(0, len(stored), REPLICATION_CHUNK)
         ]
         async with self._lock, self._gap_on_failure():
-            await self._store.upsert(name, points)
-            for chunk in chunks or [points]:
+            await self._store.upsert_points(name, [convert.stored_to_point(p) for p in stored])
+            for chunk in chunks or [stored]:
                 await self._send("upsert", collection=name, points=chunk)
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:

@@ -7,6 +7,11 @@ point's vector, its kind and length. A search node parses a sparse vector's hund
 with two `frombuffer` calls a message, where reading them out of JSON cost it more than applying
 the write to its replica (docs/benchmarks.md, issue 32). float64 carries the worker's numbers as
 they are, so a replica applies exactly what the worker did.
+
+An upsert's payloads travel as the engine keeps them (store.edge.convert.stored_form, worked
+out once by the worker), and a replica reads an upsert straight into the engine's points
+(`edge_points`): every replica of every api process applies every write, so what a replica does
+a point is paid once per api process (docs/benchmarks.md, issue 50).
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import orjson
+import qdrant_edge as qe
 
 from core.vectors import SparseVector
-from store.protocol import CollectionSchema, PointWrite, VectorValue
+from store.edge.convert import edge_point
+from store.protocol import CollectionSchema, PointWrite
 
 Op = Literal[
     "start", "tick", "optimized", "create", "drop", "empty", "upsert", "overwrite", "delete"
@@ -36,13 +43,17 @@ class UnreadableWrite(ValueError):
 @dataclass
 class Written:
     """One message of the stream: a write (with its sequence number) or a marker. Its points'
-    vectors are the worker's, already checked: a replica applies them as they come."""
+    vectors are the worker's, already checked: a replica applies them as they come.
+
+    An upsert is sent as `points` in their stored form (payloads as the engine keeps them) and
+    read as `edge_points`, the engine's own points of the same."""
 
     epoch: int
     seq: int
     op: Op
     collection: str = ""
     points: list[PointWrite] = field(default_factory=list)
+    edge_points: list[qe.Point] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     collection_schema: dict[str, Any] | None = None
@@ -115,23 +126,21 @@ class Written:
         dense = np.frombuffer(body, np.float64, n_dense, start + 4 * n_sparse).tolist()
         points, at_sparse, at_dense = [], 0, 0
         for doc_id, payload, shape in head["points"]:
-            vectors: dict[str, VectorValue] = {}
+            vectors: dict[str, qe.SparseVector | list[float]] = {}
             for slot, (kind, n) in shape.items():
                 if kind == _SPARSE:
                     end = at_sparse + n
-                    vectors[slot] = SparseVector.model_construct(
-                        indices=indices[at_sparse:end], values=values[at_sparse:end]
-                    )
+                    vectors[slot] = qe.SparseVector(indices[at_sparse:end], values[at_sparse:end])
                     at_sparse = end
                 else:
                     vectors[slot], at_dense = dense[at_dense : at_dense + n], at_dense + n
-            points.append(PointWrite(doc_id, payload, vectors))
+            points.append(edge_point(doc_id, vectors, payload))
         return cls(
             epoch=int(head["epoch"]),
             seq=int(head["seq"]),
             op=head["op"],
             collection=head["collection"],
-            points=points,
+            edge_points=points,
             doc_ids=head["doc_ids"],
             payloads=head["payloads"],
             collection_schema=head["collection_schema"],

@@ -18,6 +18,7 @@ import pytest
 from core.bus import Bus
 from core.messages import CopyStore, StoreCopied, WorkerCall
 from core.vectors import SparseVector
+from store.edge import convert
 from store.edge.store import EdgeStore
 from store.protocol import CollectionSchema, PointWrite, SparseSlot
 from store.replication import replica as replica_module
@@ -82,7 +83,11 @@ class WorkerBus:
             self.position = written = Position(EPOCH, self.position.seq + 1)
             await self.send(
                 Written(
-                    epoch=EPOCH, seq=written.seq, op="upsert", collection=COLLECTION, points=[point]
+                    epoch=EPOCH,
+                    seq=written.seq,
+                    op="upsert",
+                    collection=COLLECTION,
+                    points=[convert.stored_form(point)],
                 )
             )
         return written

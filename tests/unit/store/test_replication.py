@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+import qdrant_edge as qe
 from redis.asyncio import Redis
 
 from core.bus import Bus
@@ -16,6 +17,7 @@ from core.enums import DenseDistance
 from core.heartbeats import SearchNodeBeat
 from core.names import RedisKeys
 from core.vectors import SparseVector
+from store.edge import convert
 from store.edge.store import EdgeStore
 from store.protocol import CollectionSchema, DenseSlot, PointWrite, SparseSlot
 from store.replication.marks import Marks
@@ -31,9 +33,24 @@ def test_an_upsert_crosses_the_wire_with_its_vectors_and_payload() -> None:
         {"kw:content": SparseVector(indices=[3, 9], values=[0.5, 1.25]), "dense": [0.1, -0.2]},
     )
     other = PointWrite("doc-2", {}, {"kw:content": SparseVector(indices=[], values=[])})
-    written = Written(epoch=2, seq=5, op="upsert", collection="c", points=[point, other])
+    sent = [convert.stored_form(point), convert.stored_form(other)]
+    written = Written(epoch=2, seq=5, op="upsert", collection="c", points=sent)
     back = Written.from_wire(written.to_wire())
-    assert back == written  # every number as the worker wrote it: 0.1 stays 0.1
+    assert (back.epoch, back.seq, back.op, back.collection) == (2, 5, "upsert", "c")
+    assert [_edge(p) for p in back.edge_points] == [
+        (convert.point_id("doc-1"), sent[0].payload, {"kw:content": ([3, 9], [0.5, 1.25])}),
+        (convert.point_id("doc-2"), sent[1].payload, {"kw:content": ([], [])}),
+    ]  # the numbers as the worker wrote them
+    assert back.edge_points[0].vector["dense"] == pytest.approx([0.1, -0.2])  # float32 in there
+
+
+def _edge(point: qe.Point) -> tuple[object, object, dict[str, object]]:
+    sparse = {
+        slot: (list(v.indices), list(v.values))
+        for slot, v in point.vector.items()
+        if isinstance(v, qe.SparseVector)
+    }
+    return point.id, point.payload, sparse
 
 
 @pytest.mark.parametrize(
@@ -123,9 +140,12 @@ async def test_a_large_upsert_is_one_store_write_broadcast_in_chunks_in_order(
     finally:
         await store.close()
     upserts = [m for m in bus.sent if m.op == "upsert"]
-    assert [len(m.points) for m in upserts] == [REPLICATION_CHUNK, REPLICATION_CHUNK, 5]
+    assert [len(m.edge_points) for m in upserts] == [REPLICATION_CHUNK, REPLICATION_CHUNK, 5]
     assert [m.seq for m in upserts] == [bus.sent[0].seq + 1 + i for i in range(3)]
-    assert [p for m in upserts for p in m.points] == points
+    sent = [(p.id, p.payload) for m in upserts for p in m.edge_points]
+    assert sent == [
+        (convert.point_id(p.doc_id), convert.to_payload(p.doc_id, p.payload)) for p in points
+    ]
 
 
 def _beat(ts: float, idle: bool) -> SearchNodeBeat:
