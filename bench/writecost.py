@@ -1,17 +1,22 @@
 """`python3 -m bench.writecost`: the CPU an async upsert costs, summed over every process of the
-stack and by process group, at the keyword load study's write rate.
+stack and by process group, at the keyword load study's write rate, for each number of api
+processes (`--api-processes`, one stack each, in one run): what each search node's replica adds
+to every write.
 
-It starts a stack (two encoders, one holding the model, plus any `--env`), pre-populates the load
-study's keyword collection (80,000 documents, bench/ceiling/traffic.py), waits for the worker's
-optimize to finish, then sends async upserts of load-study documents (`POST …/documents`, each
-with a new text, so each is indexed anew; the collection has no model) from `--users` users,
-each pausing `--pause` s after an answer: ~85 a second by default, the writes of the keyword
-knee. It measures `--seconds` from the end of the first optimize the writes bring about (the
-worker optimizes a keyword shard when a fifth of it is dead versions: at this rate, four in five
-writes overwriting, every ~4 minutes, and the window is shorter than that), reading each
-supervisord program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged
-upsert and whether an optimize ran in the window after all (its child's CPU is the worker's).
-Nothing searches meanwhile.
+Each stack (two encoders, one holding the model, `BRAID_API_PROCESSES` as asked, plus any
+`--env`) pre-populates the load study's keyword collection (`--documents`, bench/ceiling/
+traffic.py) and waits for the worker's optimize to finish. Then it searches, each search on a
+new connection (the kernel spreads connections over the api processes), until every search
+node's heartbeat says its replica is awake: with `BRAID_REPLICA_IDLE_S` at an hour they stay so,
+applying the stream as they do while searches come, and nothing searches in the window. Then it
+sends async upserts of load-study documents (`POST …/documents`, each with a new text, so each is
+indexed anew; the collection has no model) from `--users` users, each pausing `--pause` s after
+an answer: ~85 a second by default, the writes of the keyword knee. It measures `--seconds` from
+the end of the first optimize the writes bring about (the worker optimizes a keyword shard when
+a fifth of it is dead versions; the window is shorter than a cycle), reading each supervisord
+program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged upsert, whether
+an optimize ran in the window after all (its child's CPU is the worker's) and whether every
+replica was still awake at the end.
 """
 
 from __future__ import annotations
@@ -21,20 +26,26 @@ import asyncio
 import itertools
 import json
 import random
+import sys
 import time
+from dataclasses import dataclass
 
 import httpx
+from redis.asyncio import Redis
 
 from bench.ceiling import traffic
 from bench.common import cpu
 from bench.common.memory import program_pids
 from bench.load import workload
+from core.heartbeats import SEARCH_NODE_BEAT_S, SearchNodeBeat, parse_search_nodes
+from core.names import RedisKeys
 from harness.stack import DEFAULT_ENV, Stack
 from store.edge.optimize import OPTIMIZING
 
 WARMUP_S = 10.0
 OPTIMIZE_WAIT_S = 600.0
 STAMP = "2026-02-01T00:00:00Z"
+WAKE_LIMIT_S = 120.0
 
 
 class Optimizes:
@@ -70,7 +81,52 @@ def bodies(count: int) -> list[bytes]:
     ]
 
 
-async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> None:
+@dataclass
+class Window:
+    """What one stack's measured window found."""
+
+    processes: int
+    upserts_s: float
+    cpu_ms: dict[str, float]  # per acknowledged upsert, by group
+    optimizes: int  # started in the window
+    awake: int  # replicas awake at the end
+    restarted: list[str]
+
+    @property
+    def total(self) -> float:
+        return sum(self.cpu_ms.values())
+
+
+async def beats(stack: Stack) -> dict[str, SearchNodeBeat]:
+    board = Redis.from_url(stack.redis_url)
+    try:
+        return parse_search_nodes(await board.hgetall(RedisKeys.searchers()))
+    finally:
+        await board.aclose()
+
+
+async def wake(stack: Stack, processes: int) -> None:
+    """Search, a new connection each time, until every search node beat awake after the first."""
+    encoded = [json.dumps(body).encode() for body in traffic.bodies(50, 11)]
+    started = time.time()
+    for n in itertools.count():
+        found = await beats(stack)
+        awake = [b for b in found.values() if b.ts > started + SEARCH_NODE_BEAT_S and not b.idle]
+        if len(awake) >= processes:
+            return
+        if time.time() - started > WAKE_LIMIT_S:
+            raise RuntimeError(f"{len(awake)} of {processes} replicas awake after a search each")
+        async with httpx.AsyncClient(base_url=stack.base_url, timeout=60.0) as client:
+            response = await client.post(
+                f"{traffic.BASE}/search", content=encoded[n % len(encoded)], headers=traffic.JSON
+            )
+            response.raise_for_status()
+        await asyncio.sleep(0.2)
+
+
+async def upserts(
+    stack: Stack, processes: int, users: int, pause_s: float, seconds: float
+) -> Window:
     encoded = bodies(3000)
     numbers = itertools.count()
     acknowledged = [0]
@@ -93,9 +149,9 @@ async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> N
         tasks = [asyncio.create_task(user(client)) for _ in range(users)]
         tasks.append(asyncio.create_task(optimizes.watch(stop)))
         try:
-            print("writing until the worker's first optimize is done", flush=True)
+            say("writing until the worker's first optimize is done")
             if not await optimizes.first_done(OPTIMIZE_WAIT_S):
-                print(f"no optimize within {OPTIMIZE_WAIT_S:.0f} s; measuring anyway")
+                say(f"no optimize within {OPTIMIZE_WAIT_S:.0f} s; measuring anyway")
             await asyncio.sleep(WARMUP_S)
             pids = await asyncio.to_thread(program_pids, stack, {})
             started = optimizes.started
@@ -109,28 +165,67 @@ async def upserts(stack: Stack, users: int, pause_s: float, seconds: float) -> N
         restarted = cpu.restarted(pids, await asyncio.to_thread(program_pids, stack, pids))
     done = count1 - count0
     spent = cpu.by_group(cpu.spent(before, after))
-    cells = ", ".join(f"{group} {seconds_ * 1000 / done:.2f}" for group, seconds_ in spent.items())
-    print(f"{done / (end - start):.1f} upserts/s acknowledged over {end - start:.0f} s")
-    print(f"CPU-ms an upsert: {cells}; total {sum(spent.values()) * 1000 / done:.2f}")
-    print(f"optimizes started in the window: {in_window}")
-    if restarted:
-        print(f"restarted during the window (their CPU is wrong): {', '.join(restarted)}")
+    awake = sum(not b.idle for b in (await beats(stack)).values())
+    return Window(
+        processes,
+        done / (end - start),
+        {group: used * 1000 / done for group, used in spent.items()},
+        in_window,
+        awake,
+        restarted,
+    )
+
+
+def table(windows: list[Window]) -> list[str]:
+    groups = [g for g in cpu.GROUPS if any(w.cpu_ms.get(g, 0.0) >= 0.005 for w in windows)]
+    first = windows[0].total
+    lines = [
+        "| api processes | upserts/s | "
+        + " | ".join(f"{g} CPU-ms" for g in groups)
+        + " | total CPU-ms an upsert | ÷ the first | optimizes in the window | replicas awake |",
+        "|---" * (len(groups) + 6) + "|",
+    ]
+    for w in windows:
+        cells = " | ".join(f"{w.cpu_ms.get(g, 0.0):.2f}" for g in groups)
+        lines.append(
+            f"| {w.processes} | {w.upserts_s:.1f} | {cells} | **{w.total:.2f}** | "
+            f"{w.total / first:.2f} | {w.optimizes} | {w.awake} of {w.processes} |"
+        )
+    lines += [
+        f"restarted in the window (their CPU is wrong): {', '.join(w.restarted)}"
+        for w in windows
+        if w.restarted
+    ]
+    return lines
+
+
+def say(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--documents", type=int, default=80_000)
+    parser.add_argument("--api-processes", default="1,2,4", help="counts, one stack each")
+    parser.add_argument("--documents", type=int, default=20_000)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--pause", type=float, default=0.08, help="seconds after each answer")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
-    shown = DEFAULT_ENV | env
-    print(f"stack: {', '.join(f'{k}={v}' for k, v in shown.items())}", flush=True)
-    with Stack(env) as stack:
-        asyncio.run(traffic.prepare(stack, args.documents, lambda m: print(m, flush=True)))
-        asyncio.run(upserts(stack, args.users, args.pause, args.seconds))
+    counts = [int(n) for n in args.api_processes.split(",")]
+    windows = []
+    for count in counts:
+        stack_env = env | {"BRAID_API_PROCESSES": str(count), "BRAID_REPLICA_IDLE_S": "3600"}
+        shown = DEFAULT_ENV | stack_env
+        say(f"stack: {', '.join(f'{k}={v}' for k, v in shown.items())}")
+        with Stack(stack_env) as stack:
+            asyncio.run(traffic.prepare(stack, args.documents, say))
+            asyncio.run(wake(stack, count))
+            windows.append(asyncio.run(upserts(stack, count, args.users, args.pause, args.seconds)))
+        say(f"{count} api processes: {windows[-1].total:.2f} CPU-ms an upsert")
+    print(f"{args.documents:,} documents pre-populated; {args.seconds:.0f} s a window")
+    print("\n".join(table(windows)))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ default collection (keyword on name and content, the dense model on content). Th
 `content` in both, so the baseline embeds exactly the texts Braid embeds.
 
 Keyword: the load study's seed documents (bench/load/workload.py) into a keyword-only collection,
-and into Milvus Lite. `--skip-dense` and `--skip-keyword` run one table alone.
+and into Milvus Lite; LanceDB's full-text index and tantivy load them too (fulltext.py).
+`--skip-dense` and `--skip-keyword` run one table alone.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from bench.common import cpu, texts
 from bench.common.report import Report
-from bench.ingest import baseline, keyword, milvus, precision
+from bench.ingest import baseline, fulltext, keyword, milvus, precision
 from bench.ingest.braid import TIMESTAMP, WARM, Corpus, Ingest, braid
 from bench.load import workload
 from bench.relevance import beir
@@ -137,7 +138,10 @@ def measure(dense: list[Corpus], words: Corpus | None, env: dict[str, str], fold
     ]
     if words and peer_before and keyword_run:
         peer_after = _timed_milvus(words, folder, "after")
-        found.keyword = [keyword.row(len(words.timed), keyword_run, peer_before, peer_after)]
+        others = [_timed_fulltext(peer, words, folder) for peer in fulltext.PEERS]
+        found.keyword = [
+            keyword.row(len(words.timed), keyword_run, peer_before, peer_after, others)
+        ]
     return found
 
 
@@ -166,6 +170,11 @@ def _timed_milvus(corpus: Corpus, folder: Path, when: str) -> milvus.Result:
     return milvus.measure(corpus.documents, WARM, folder)
 
 
+def _timed_fulltext(peer: str, corpus: Corpus, folder: Path) -> milvus.Result:
+    say(f"{peer} full-text index (after Braid): {corpus.name}")
+    return fulltext.measure(peer, corpus.documents, WARM, folder)
+
+
 def write(report: Report, found: Found, env: dict[str, str]) -> None:
     report.text(precision.machine_cpu())
     report.text()
@@ -179,7 +188,8 @@ def write(report: Report, found: Found, env: dict[str, str]) -> None:
     if found.keyword:
         report.text(
             "Keyword bulk load, Braid (keyword on name and content) against Milvus Lite "
-            "(BM25 on name + newline + content), CPU-ms per document:"
+            "(BM25 on name + newline + content), CPU-ms per document; LanceDB's full-text "
+            "index and tantivy on the same text, neither durable per batch (fulltext.py):"
         )
         report.text()
         report.table(keyword.HEADER, found.keyword)

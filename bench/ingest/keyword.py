@@ -5,7 +5,8 @@ The documents are bench/load/workload.py's `document` (Faker, seeded with their 
 study seeds its pre-population: name a 10-word sentence, content five paragraphs). Braid takes
 them through `braid()` like the dense corpora. Milvus Lite runs in a process of its own before and
 after Braid, and the better of the two is the one Braid is held to, as with `encode()`; its CPU is
-that of the better run.
+that of the better run. LanceDB's full-text index and tantivy load the same documents too
+(fulltext.py), once each, after Milvus Lite's second run.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ HEADER = [
     *(f"Braid {g} CPU-ms/doc" for g in cpu.GROUPS),
     "Braid total CPU-ms/doc",
     "Milvus Lite CPU-ms/doc",
+    "LanceDB docs/s (CPU-ms/doc)",
+    "tantivy docs/s (CPU-ms/doc)",
 ]
 
 
@@ -34,7 +37,10 @@ def corpus(documents: int) -> Corpus:
     return Corpus(f"seed workload, {documents:,}; keyword only", [workload.KEYWORD], made)
 
 
-def row(documents: int, run: Ingest, before: Result, after: Result) -> list[str]:
+def row(
+    documents: int, run: Ingest, before: Result, after: Result, others: list[Result]
+) -> list[str]:
+    """The table's row; `others` are LanceDB's and tantivy's loads (fulltext.py)."""
     best = max(before, after, key=lambda r: r.docs_s)
     return [
         f"{documents:,}",
@@ -44,4 +50,5 @@ def row(documents: int, run: Ingest, before: Result, after: Result) -> list[str]
         *(f"{run.cpu_ms[g]:.2f}" for g in cpu.GROUPS),
         f"{sum(run.cpu_ms.values()):.2f}",
         f"{best.cpu_ms:.2f}",
+        *(f"{other.docs_s:.1f} ({other.cpu_ms:.2f})" for other in others),
     ]

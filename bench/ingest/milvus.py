@@ -6,8 +6,8 @@
 that its CPU and memory do not mix with the stack's, and gives documents per second and CPU-ms per
 document. Milvus Lite 3 is pure Python and serves in threads of that process (no server child);
 the CPU counted is still the process's whole tree (bench/common/procs.py), reaped children too.
-It runs in a virtual environment of its own (VENV, made on first use from milvus-requirements.txt):
-pymilvus needs an orjson newer than the one Braid pins.
+It runs in a virtual environment of its own (VENV, made on first use from milvus-requirements.txt,
+which fulltext.py's peers share), with the dependency versions pymilvus picks, not Braid's pins.
 
 The collection: an `id` VARCHAR primary key; a `text` VARCHAR with `enable_analyzer=True` holding
 the document's name and content as one text, `name + "\\n" + content` (Braid indexes the two fields

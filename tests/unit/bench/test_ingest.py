@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.common import cpu
-from bench.ingest import keyword, milvus, precision
+from bench.ingest import fulltext, keyword, milvus, precision
 from bench.ingest.braid import WARM, Ingest
 from bench.load import workload
 
@@ -67,12 +67,17 @@ def test_the_keyword_corpus_is_seed_workload_documents_with_the_warm_ones_first(
     assert len(first["content"].split("\n\n")) == 5
 
 
-def test_the_keyword_row_holds_braid_to_the_better_milvus_run_and_its_cpu() -> None:
+def test_the_keyword_row_holds_braid_to_the_better_milvus_run_and_shows_the_other_peers() -> None:
     run = Ingest(200.0, 5.0, dict.fromkeys(cpu.GROUPS, 0.5))
-    row = keyword.row(1000, run, milvus.Result(400.0, 0.9), milvus.Result(800.0, 0.6))
+    others = [milvus.Result(6000.0, 0.1), milvus.Result(25000.0, 0.04)]
+    row = keyword.row(1000, run, milvus.Result(400.0, 0.9), milvus.Result(800.0, 0.6), others)
     assert len(row) == len(keyword.HEADER)
     assert row[:4] == ["1,000", "200.0", "400.0 / 800.0", "**0.25×**"]
-    assert row[-2:] == [f"{0.5 * len(cpu.GROUPS):.2f}", "0.60"]
+    assert row[-4:] == [f"{0.5 * len(cpu.GROUPS):.2f}", "0.60", "6000.0 (0.10)", "25000.0 (0.04)"]
+
+
+def test_the_fulltext_peers_search_a_name_as_plain_words() -> None:
+    assert fulltext._plain('Say "why" (now) - AND: it.') == "say why now and it"
 
 
 def test_milvus_is_given_the_name_and_the_content_as_one_text() -> None:
