@@ -13,7 +13,8 @@ sends async upserts of load-study documents (`POST …/documents`, each with a n
 indexed anew; the collection has no model) from `--users` users, each pausing `--pause` s after
 an answer: ~85 a second by default, the writes of the keyword knee. It measures `--seconds` from
 the end of the first optimize the writes bring about (the worker optimizes a keyword shard when
-a fifth of it is dead versions; the window is shorter than a cycle), reading each supervisord
+a fifth of it is dead versions: with 20,000 documents a cycle is about a window long, so one
+often falls in it, the same for every count), reading each supervisord
 program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged upsert, whether
 an optimize ran in the window after all (its child's CPU is the worker's) and whether every
 replica was still awake at the end.

@@ -11,7 +11,8 @@ process's tree. Each indexes `name + "\\n" + content` as one English text, as Mi
   own, BM25) is made when every batch is in (`create_fts_index(..., replace=True)`), as its
   documentation has a bulk load do, and a new fragment is unindexed until then.
 - tantivy (the Rust library Quickwit is built on, through its Python binding): one writer adds
-  each batch's documents; one `commit` when every batch is in, then a reload of the searcher.
+  every document (it has no batches to take); one `commit` at the end, then a reload of the
+  searcher.
 
 Neither is durable per batch as Braid's acknowledged writes are: tantivy makes nothing durable
 before its commit, LanceDB writes each batch's files without fsync. So their rates are what a
@@ -86,15 +87,13 @@ class Tantivy:
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         builder.add_text_field("text", tokenizer_name="en_stem")
-        self._schema = builder.build()
-        self._index = tantivy.Index(self._schema, path=str(folder))
+        self._index = tantivy.Index(builder.build(), path=str(folder))
         self._writer = self._index.writer()
         self._tantivy = tantivy
 
     def add(self, documents: list[dict[str, Any]]) -> None:
-        for start in range(0, len(documents), BATCH):
-            for d in documents[start : start + BATCH]:
-                self._writer.add_document(self._tantivy.Document(id=d["id"], text=milvus.text(d)))
+        for d in documents:
+            self._writer.add_document(self._tantivy.Document(id=d["id"], text=milvus.text(d)))
 
     def searchable(self, total: int, last: dict[str, Any]) -> None:
         self._writer.commit()
