@@ -18,6 +18,12 @@ often falls in it, the same for every count), reading each supervisord
 program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged upsert, whether
 an optimize ran in the window after all (its child's CPU is the worker's) and whether every
 replica was still awake at the end.
+
+`--replicas awake,idle` (the default) runs each count twice: once as above, and once with every
+replica search-idle (no search since the start, so each drops the stream and the worker, with
+every node idle, broadcasts nothing): what an added api process costs a write with no stream to
+apply (its own idle work, the upserts spread thinner over more processes, more processes than
+cores). The difference of the two is what the replicas' apply costs.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ WARMUP_S = 10.0
 OPTIMIZE_WAIT_S = 600.0
 STAMP = "2026-02-01T00:00:00Z"
 WAKE_LIMIT_S = 120.0
+MODES = ("awake", "idle")
 
 
 class Optimizes:
@@ -87,6 +94,7 @@ class Window:
     """What one stack's measured window found."""
 
     processes: int
+    replicas: str  # "awake" (applying the stream) or "idle" (dropping it)
     upserts_s: float
     cpu_ms: dict[str, float]  # per acknowledged upsert, by group
     optimizes: int  # started in the window
@@ -125,8 +133,21 @@ async def wake(stack: Stack, processes: int) -> None:
         await asyncio.sleep(0.2)
 
 
+async def quiet(stack: Stack, processes: int) -> None:
+    """Wait until every search node beats idle (none searched since its start)."""
+    started = time.time()
+    while True:
+        found = await beats(stack)
+        fresh = [b for b in found.values() if b.ts > started]
+        if len(fresh) >= processes and all(b.idle for b in fresh):
+            return
+        if time.time() - started > WAKE_LIMIT_S:
+            raise RuntimeError(f"the {processes} replicas did not all beat idle")
+        await asyncio.sleep(0.5)
+
+
 async def upserts(
-    stack: Stack, processes: int, users: int, pause_s: float, seconds: float
+    stack: Stack, processes: int, replicas: str, users: int, pause_s: float, seconds: float
 ) -> Window:
     encoded = bodies(3000)
     numbers = itertools.count()
@@ -169,6 +190,7 @@ async def upserts(
     awake = sum(not b.idle for b in (await beats(stack)).values())
     return Window(
         processes,
+        replicas,
         done / (end - start),
         {group: used * 1000 / done for group, used in spent.items()},
         in_window,
@@ -178,30 +200,61 @@ async def upserts(
 
 
 def table(windows: list[Window]) -> list[str]:
+    """A row a window, each ÷ the first window of its replicas' mode; then, where a count ran
+    both ways, what the replicas' apply added (awake less idle)."""
     groups = [g for g in cpu.GROUPS if any(w.cpu_ms.get(g, 0.0) >= 0.005 for w in windows)]
-    first = windows[0].total
+    first = {w.replicas: w.total for w in reversed(windows)}
     lines = [
-        "| api processes | upserts/s | "
+        "| api processes | replicas | upserts/s | "
         + " | ".join(f"{g} CPU-ms" for g in groups)
         + " | total CPU-ms an upsert | ÷ the first | optimizes in the window | replicas awake |",
-        "|---" * (len(groups) + 6) + "|",
+        "|---" * (len(groups) + 7) + "|",
     ]
     for w in windows:
         cells = " | ".join(f"{w.cpu_ms.get(g, 0.0):.2f}" for g in groups)
         lines.append(
-            f"| {w.processes} | {w.upserts_s:.1f} | {cells} | **{w.total:.2f}** | "
-            f"{w.total / first:.2f} | {w.optimizes} | {w.awake} of {w.processes} |"
+            f"| {w.processes} | {w.replicas} | {w.upserts_s:.1f} | {cells} | **{w.total:.2f}** | "
+            f"{w.total / first[w.replicas]:.2f} | {w.optimizes} | {w.awake} of {w.processes} |"
         )
     lines += [
         f"restarted in the window (their CPU is wrong): {', '.join(w.restarted)}"
         for w in windows
         if w.restarted
     ]
+    return lines + split(windows)
+
+
+def split(windows: list[Window]) -> list[str]:
+    """Per count run both ways: the total with the replicas idle and what applying added."""
+    by = {(w.processes, w.replicas): w.total for w in windows}
+    counts = [w.processes for w in windows if w.replicas == "awake" and (w.processes, "idle") in by]
+    if not counts:
+        return []
+    lines = [
+        "",
+        "| api processes | replicas idle, CPU-ms an upsert | the replicas' apply adds | awake |",
+        "|---|---|---|---|",
+    ]
+    for n in counts:
+        idle, awake = by[(n, "idle")], by[(n, "awake")]
+        lines.append(f"| {n} | {idle:.2f} | {awake - idle:+.2f} | {awake:.2f} |")
     return lines
 
 
 def say(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
+def measure(env: dict[str, str], count: int, mode: str, args: argparse.Namespace) -> Window:
+    """One stack: pre-populate, every replica awake (or idle), then the window."""
+    # An hour keeps a woken replica applying; an idle one never searched, so it drops the stream.
+    stack_env = env | {"BRAID_API_PROCESSES": str(count), "BRAID_REPLICA_IDLE_S": "3600"}
+    shown = DEFAULT_ENV | stack_env
+    say(f"stack, replicas {mode}: {', '.join(f'{k}={v}' for k, v in shown.items())}")
+    with Stack(stack_env) as stack:
+        asyncio.run(traffic.prepare(stack, args.documents, say))
+        asyncio.run(wake(stack, count) if mode == "awake" else quiet(stack, count))
+        return asyncio.run(upserts(stack, count, mode, args.users, args.pause, args.seconds))
 
 
 def main() -> None:
@@ -212,19 +265,20 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.08, help="seconds after each answer")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the stack")
+    parser.add_argument(
+        "--replicas", default=",".join(MODES), help="awake, idle or both: a stack each a count"
+    )
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
     counts = [int(n) for n in args.api_processes.split(",")]
+    modes = [m for m in args.replicas.split(",") if m]
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--replicas takes {' or '.join(MODES)}, comma-separated")
     windows = []
     for count in counts:
-        stack_env = env | {"BRAID_API_PROCESSES": str(count), "BRAID_REPLICA_IDLE_S": "3600"}
-        shown = DEFAULT_ENV | stack_env
-        say(f"stack: {', '.join(f'{k}={v}' for k, v in shown.items())}")
-        with Stack(stack_env) as stack:
-            asyncio.run(traffic.prepare(stack, args.documents, say))
-            asyncio.run(wake(stack, count))
-            windows.append(asyncio.run(upserts(stack, count, args.users, args.pause, args.seconds)))
-        say(f"{count} api processes: {windows[-1].total:.2f} CPU-ms an upsert")
+        for mode in modes:
+            windows.append(measure(env, count, mode, args))
+            say(f"{count} api processes, {mode}: {windows[-1].total:.2f} CPU-ms an upsert")
     print(f"{args.documents:,} documents pre-populated; {args.seconds:.0f} s a window")
     print("\n".join(table(windows)))
 
