@@ -3,21 +3,20 @@ stack and by process group, at the keyword load study's write rate, for each num
 processes (`--api-processes`, one stack each, in one run): what each search node's replica adds
 to every write.
 
-Each stack (two encoders, one holding the model, `BRAID_API_PROCESSES` as asked, plus any
-`--env`) pre-populates the load study's keyword collection (`--documents`, bench/ceiling/
-traffic.py) and waits for the worker's optimize to finish. Then it searches, each search on a
-new connection (the kernel spreads connections over the api processes), until every search
-node's heartbeat says its replica is awake: with `BRAID_REPLICA_IDLE_S` at an hour they stay so,
-applying the stream as they do while searches come, and nothing searches in the window. Then it
-sends async upserts of load-study documents (`POST …/documents`, each with a new text, so each is
-indexed anew; the collection has no model) from `--users` users, each pausing `--pause` s after
-an answer: ~85 a second by default, the writes of the keyword knee. It measures `--seconds` from
-the end of the first optimize the writes bring about (the worker optimizes a keyword shard when
-a fifth of it is dead versions: with 20,000 documents a cycle is about a window long, so one
-often falls in it, the same for every count), reading each supervisord
-program's CPU from /proc (bench/common/cpu.py), and prints CPU-ms per acknowledged upsert, whether
-an optimize ran in the window after all (its child's CPU is the worker's) and whether every
-replica was still awake at the end.
+Each stack (two encoders, one holding the model, `BRAID_API_PROCESSES` as asked, plus any `--env`)
+pre-populates the load study's keyword collection (`--documents`, bench/ceiling/traffic.py) and
+waits for the worker's optimize to finish. Then it searches, each search on a new connection (the
+kernel spreads connections over the api processes), until every search node's heartbeat says its
+replica is awake: with `BRAID_REPLICA_IDLE_S` at an hour they stay so, applying the stream as they
+do while searches come, and nothing searches in the window. Then it sends async upserts of
+load-study documents (`POST …/documents`, each with a new text, so each is indexed anew; the
+collection has no model) from `--users` users, each pausing `--pause` s after an answer: ~85 a
+second by default, the writes of the keyword knee. It measures `--seconds` from the end of the
+first optimize the writes bring about (the worker optimizes a keyword shard when a fifth of it is
+dead versions: with 20,000 documents a cycle is about a window long, so one often falls in it, the
+same for every count), reading each supervisord program's CPU from /proc (bench/common/cpu.py), and
+prints CPU-ms per acknowledged upsert, whether an optimize ran in the window after all (its child's
+CPU is the worker's) and whether every replica was still awake at the end.
 
 `--replicas awake,idle` (the default) runs each count twice: once as above, and once with every
 replica search-idle (no search since the start, so each drops the stream and the worker, with
