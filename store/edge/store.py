@@ -36,6 +36,8 @@ from store.protocol import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# A write's engine calls: given the engine and a list, it adds each operation it applied to it.
+Work = Callable[[qe.EdgeShard, list[qe.UpdateOperation]], None]
 
 # A collection name is a directory name: no separators, no leading dot (those are ours).
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
@@ -139,8 +141,12 @@ class EdgeStore:
         if not points:  # nothing to make durable
             self._shard(name)
             return
-        operation = qe.UpdateOperation.upsert_points(points)
-        await self._write(name, [operation], len(points), len(points))
+        restorable = not self._replica  # the worker's writes may be refused (calls.replace)
+
+        def work(engine: qe.EdgeShard, applied: list[qe.UpdateOperation]) -> None:
+            calls.replace(engine, points, applied, restorable)
+
+        await self._write(name, work, len(points), len(points))
 
     async def overwrite_payloads(self, name: str, payloads: dict[str, dict[str, Any]]) -> None:
         # The engine replaces the whole payload, so the private document id goes back in. One
@@ -154,14 +160,14 @@ class EdgeStore:
         if not operations:
             self._shard(name)
             return
-        await self._write(name, operations, 0, len(operations))
+        await self._write(name, _updates(operations), 0, len(operations))
 
     async def delete(self, name: str, doc_ids: list[str]) -> None:
         if not doc_ids:
             self._shard(name)
             return
         operation = qe.UpdateOperation.delete_points([convert.point_id(d) for d in doc_ids])
-        await self._write(name, [operation], len(doc_ids), 0)
+        await self._write(name, _updates([operation]), len(doc_ids), 0)
 
     async def retrieve(
         self, name: str, doc_ids: list[str], with_vectors: bool = False
@@ -317,15 +323,14 @@ class EdgeStore:
             raise CollectionMissing(name)
         return shard
 
-    async def _write(
-        self, name: str, operations: list[qe.UpdateOperation], changed: int, versions: int
-    ) -> None:
+    async def _write(self, name: str, work: Work, changed: int, versions: int) -> None:
+        """`work(engine, applied)` on the shard, then one flush (none in a replica)."""
         shard = self._shard(name)
         async with shard.writes:
-            apply = calls.apply_unflushed if self._replica else calls.apply
+            flush = not self._replica
             applied: list[qe.UpdateOperation] = []
             try:
-                live = await self._on(shard, name, lambda e: apply(e, operations, applied))
+                live = await self._on(shard, name, lambda e: calls.apply(e, work, applied, flush))
             finally:  # an optimized copy is being made: it needs what was applied too
                 if shard.journal is not None:
                     shard.journal.extend(applied)
@@ -342,6 +347,10 @@ class EdgeStore:
             if self._replica:
                 return _guarded(work, shard.engine)
             return await _in_thread(work, shard.engine)
+
+
+def _updates(operations: list[qe.UpdateOperation]) -> Work:
+    return lambda engine, applied: calls.update(engine, operations, applied)
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:

@@ -268,6 +268,51 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
         await edge.close()
 
 
+async def test_edge_a_document_overwritten_is_found_by_its_newest_terms_only(
+    store_root: Path,
+) -> None:
+    """An overwrite is a delete and an insert (calls.replace): the deleted versions' postings stay
+    in the segment until an optimize, and must not come back as hits."""
+    edge = await EdgeStore.open(store_root)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await edge.upsert(COLLECTION, [point("a", [1.0, 0, 0, 0], {1: 1.0}), point("b")])
+        for term in (2, 3):
+            await edge.upsert(COLLECTION, [point("a", [1.0, 0, 0, 0], {term: 1.0}, v=term)])
+        arms = [ArmQuery("lex", sparse({t: 1.0}), 10) for t in (1, 2, 3)] + [
+            ArmQuery("dense", [1.0, 0, 0, 0], 10)
+        ]
+        by_term = await edge.query_arms(COLLECTION, arms)
+        assert [ids(hits) for hits in by_term[:3]] == [[], [], ["a"]]
+        assert sorted(ids(by_term[3])) == ["a", "b"]
+        assert await edge.count(COLLECTION) == 2
+        assert (await edge.retrieve(COLLECTION, ["a"]))["a"].payload == {"v": 3}
+    finally:
+        await edge.close()
+
+
+async def test_edge_an_upsert_the_engine_refuses_leaves_each_document_as_it_was(
+    store_root: Path,
+) -> None:
+    """The worker's overwrite deletes before it inserts: when the engine refuses the insert, the
+    versions the delete took are put back, so no document is lost to a refused write."""
+    edge = await EdgeStore.open(store_root)
+    try:
+        await edge.create_collection(COLLECTION, SCHEMA)
+        await edge.upsert(COLLECTION, [point("a", [1.0, 0, 0, 0], {1: 1.0}, v=1), point("b", v=1)])
+        await edge.upsert(COLLECTION, [point("a", [0, 1.0, 0, 0], {2: 1.0}, v=2)])
+        refused = point("a", [1.0, 0, 0], v=3)  # three numbers for a slot of four
+        with pytest.raises(StoreError):
+            await edge.upsert(COLLECTION, [point("b", v=3), refused, point("c", v=3)])
+        got = await edge.retrieve(COLLECTION, ["a", "b"], with_vectors=True)
+        assert {d: p.payload for d, p in got.items()} == {"a": {"v": 2}, "b": {"v": 1}}
+        assert got["a"].vectors is not None and got["a"].vectors["lex"] == sparse({2: 1.0})
+        [hits] = await edge.query_arms(COLLECTION, [ArmQuery("lex", sparse({2: 1.0}), 10)])
+        assert ids(hits) == ["a"]
+    finally:
+        await edge.close()
+
+
 def _disk_and_length(root: Path) -> tuple[int, int]:
     files = [p.stat() for p in root.rglob("*") if p.is_file()]
     return sum(s.st_blocks * 512 for s in files), sum(s.st_size for s in files)
