@@ -58,8 +58,9 @@ def replace(
     refused write leaves each document as it was. A replica applies what the worker's engine
     took, and copies the worker's store again if its own refuses it."""
     ids: list[Any] = [point.id for point in points]
-    before = engine.retrieve(ids, True, True) if restorable else []
-    update(engine, [qe.UpdateOperation.delete_points(ids)], applied)
+    before = engine.retrieve(ids, True, True) if restorable else None
+    if before != []:  # some may be there (a replica does not look): a bulk load's are not
+        update(engine, [qe.UpdateOperation.delete_points(ids)], applied)
     try:
         update(engine, [qe.UpdateOperation.upsert_points(points)], applied)
     except Exception:
