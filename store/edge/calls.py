@@ -49,9 +49,10 @@ def replace(
     The engine upserts a point its appendable segment holds in place, diffing the old sparse
     vectors against the new ones term by term: 145-159 CPU-µs a seed keyword point with a new
     text, against 40-44 deleted first, when the new version is a plain insert (docs/benchmarks.md,
-    "Overwrites as a delete and an insert (issue 50)"). A point in an optimized segment, or none,
-    costs the same either way. The deleted version's postings stay in the appendable segment
-    until the next optimize, counted as the overwritten version is (convert.INDEX_IDF_FROM).
+    "Overwrites as a delete and an insert"). A point in an optimized segment, or none, costs the
+    same either way. The deleted version's postings stay in the appendable segment until the
+    next optimize, skipped by searches and counted by the index statistics as any overwritten
+    version is (convert.INDEX_IDF_FROM).
 
     `restorable` (the worker, whose writes may be refused): the versions the delete removes are
     read first, and put back if the engine refuses the insert, before its error goes up, so a

@@ -268,12 +268,14 @@ async def test_a_write_that_fails_part_way_makes_the_replicas_copy_again(
         await edge.close()
 
 
+@pytest.mark.parametrize("replica", [False, True], ids=["worker", "replica"])
 async def test_edge_a_document_overwritten_is_found_by_its_newest_terms_only(
-    store_root: Path,
+    store_root: Path, replica: bool
 ) -> None:
-    """An overwrite is a delete and an insert (calls.replace): the deleted versions' postings stay
-    in the segment until an optimize, and must not come back as hits."""
-    edge = await EdgeStore.open(store_root)
+    """An overwrite is a delete and an insert (calls.replace; a replica deletes without reading
+    first): the deleted versions' postings stay in the segment until an optimize, and must not
+    come back as hits."""
+    edge = await EdgeStore.open(store_root, replica=replica)
     try:
         await edge.create_collection(COLLECTION, SCHEMA)
         await edge.upsert(COLLECTION, [point("a", [1.0, 0, 0, 0], {1: 1.0}), point("b")])
