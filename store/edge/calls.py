@@ -56,8 +56,10 @@ def replace(
 
     `restorable` (the worker, whose writes may be refused): the versions the delete removes are
     read first, and put back if the engine refuses the insert, before its error goes up, so a
-    refused write leaves each document as it was. A replica applies what the worker's engine
-    took, and copies the worker's store again if its own refuses it."""
+    refused write leaves each document that was there as it was. (A new one the engine wrote
+    before the point it refused stays, as before: the worker applies the batch again one write at
+    a time.) A replica applies what the worker's engine took, and copies the worker's store again
+    if its own refuses it."""
     ids: list[Any] = [point.id for point in points]
     before = engine.retrieve(ids, True, True) if restorable else None
     if before != []:  # some may be there (a replica does not look): a bulk load's are not

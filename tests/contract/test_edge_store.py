@@ -1,6 +1,7 @@
 """The embedded store beyond the Store contract: its folder (persistence, the lock, a rebuild cut
-short), its optimize in a child process, its IDF modes, hits whose ids it must learn, and how the
-replication stream numbers a write that failed part way."""
+short), its optimize in a child process, its IDF modes, hits whose ids it must learn, how the
+replication stream numbers a write that failed part way, and overwrites as a delete and an
+insert."""
 
 from __future__ import annotations
 
