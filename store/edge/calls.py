@@ -12,13 +12,11 @@ import qdrant_edge as qe
 from store.edge import convert, folder
 from store.protocol import SummedRanking
 
+# A write's engine calls: given the engine and a list, it adds each operation it applied to it.
+Work = Callable[[qe.EdgeShard, list[qe.UpdateOperation]], None]
 
-def apply(
-    engine: qe.EdgeShard,
-    work: Callable[[qe.EdgeShard, list[qe.UpdateOperation]], None],
-    applied: list[qe.UpdateOperation],
-    flush: bool,
-) -> int:
+
+def apply(engine: qe.EdgeShard, work: Work, applied: list[qe.UpdateOperation], flush: bool) -> int:
     """`work(engine, applied)`, then, where `flush`, one flush: it msyncs the WAL and segments, so
     every operation is durable when this returns. `work` adds each operation it applied to
     `applied`: if one fails, those before it stay applied (and are flushed by the next write).
@@ -62,7 +60,7 @@ def replace(
     if its own refuses it."""
     ids: list[Any] = [point.id for point in points]
     before = engine.retrieve(ids, True, True) if restorable else None
-    if before != []:  # some may be there (a replica does not look): a bulk load's are not
+    if before is None or before:  # a replica does not look; a bulk load's are not there
         update(engine, [qe.UpdateOperation.delete_points(ids)], applied)
     try:
         update(engine, [qe.UpdateOperation.upsert_points(points)], applied)

@@ -36,8 +36,6 @@ from store.protocol import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-# A write's engine calls: given the engine and a list, it adds each operation it applied to it.
-Work = Callable[[qe.EdgeShard, list[qe.UpdateOperation]], None]
 
 # A collection name is a directory name: no separators, no leading dot (those are ours).
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
@@ -323,7 +321,7 @@ class EdgeStore:
             raise CollectionMissing(name)
         return shard
 
-    async def _write(self, name: str, work: Work, changed: int, versions: int) -> None:
+    async def _write(self, name: str, work: calls.Work, changed: int, versions: int) -> None:
         """`work(engine, applied)` on the shard, then one flush (none in a replica)."""
         shard = self._shard(name)
         async with shard.writes:
@@ -349,7 +347,7 @@ class EdgeStore:
             return await _in_thread(work, shard.engine)
 
 
-def _updates(operations: list[qe.UpdateOperation]) -> Work:
+def _updates(operations: list[qe.UpdateOperation]) -> calls.Work:
     return lambda engine, applied: calls.update(engine, operations, applied)
 
 
