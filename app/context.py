@@ -13,6 +13,7 @@ from core.bus import Bus
 from core.catalog import Catalog
 from core.ledger import Ledger
 from core.metrics import Recorder
+from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
 
@@ -29,6 +30,8 @@ class LocalSearch(Protocol):
     async def close(self) -> None: ...
 
     async def search(self, collection: str, query: SearchQuery) -> SearchResponse: ...
+
+    async def config(self, collection: str) -> CollectionConfig: ...
 
 
 OpenSearch = Callable[[Settings, Bus, Redis, Recorder], Awaitable[LocalSearch]]

@@ -30,6 +30,7 @@ from core.lifecycle import Periodic
 from core.messages import SearchRequest
 from core.metrics import Recorder
 from core.names import SEARCH_QUEUE, RedisKeys
+from core.schemas.collection import CollectionConfig
 from core.schemas.search import SearchQuery, SearchResponse
 from core.settings import Settings
 from search.querying import QueryPipeline
@@ -116,6 +117,9 @@ class SearchNode:
         response = await self._service.search(collection, query)
         self._served += 1
         return response
+
+    async def config(self, collection: str) -> CollectionConfig:
+        return await self._service.config(collection)
 
     async def _load(self) -> None:
         if self._replica is not None:

@@ -90,6 +90,13 @@ class SearchService:
         config = await self._configs.get(collection, generation)
         return await self._pipeline.search(collection, query, config)
 
+    async def config(self, collection: str) -> CollectionConfig:
+        """The collection's config as this node keeps it (CollectionNotFound if the catalog
+        lacks it): the api's writes validate against it, as searches do, without a Redis read a
+        request."""
+        generation = None if self._marks is None else self._marks.read().catalog
+        return await self._configs.get(collection, generation)
+
     def _behind(self, visible: Position | None) -> Unavailable:
         """The 503 of a replica that did not reach the newest acknowledged write in time."""
         assert self._replica is not None

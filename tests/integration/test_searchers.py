@@ -154,6 +154,34 @@ def test_a_collection_made_again_with_another_config_is_searched_with_it_at_once
         assert found_anew(client, "remade", "y") == "lemon tart version2"  # on every process
 
 
+def test_a_collection_made_again_with_another_config_checks_writes_against_it_at_once(
+    client: httpx.Client, board: redis.Redis
+) -> None:
+    """An api process checks an async upsert against the config its search node keeps until the
+    worker marks a catalog change: one that kept the old config would take a document the new
+    one refuses. Each round is one connection, so one process: its upsert, then a search, which
+    shows in that process's count of searches served."""
+    year = {"metadata": {"year": "soon"}}
+
+    def upsert_on_each_process(expected: int) -> None:
+        before = served(board)
+        while not all(served(board).get(i, 0) > before.get(i, 0) for i in ("1", "2")):
+            with httpx.Client(base_url=str(client.base_url), timeout=90.0) as fresh:
+                response = fresh.post(
+                    "/v1/collections/checked/documents", json=doc("y", "lemon tart", **year)
+                )
+                assert response.status_code == expected, response.text
+                search_ids(fresh, "checked", "lemon tart")  # counted as this process's
+
+    create(client, "checked", keyword_collection())
+    wait_until(lambda: len(loaded(board)) == SEARCHERS, timeout=RESTART_S)
+    upsert_on_each_process(200)  # no index on `year`: any value; both processes keep the config
+    assert client.delete("/v1/collections/checked").status_code == 200
+    indexed = {**keyword_collection(), "metadata_indexes": [{"key": "year", "type": "integer"}]}
+    create(client, "checked", indexed)
+    upsert_on_each_process(400)  # `year` is an integer now, on every process
+
+
 def test_unchanged_texts_resent_with_new_tags_reach_every_search_process(
     client: httpx.Client,
 ) -> None:

@@ -65,6 +65,9 @@ class TableNode:
         )
         return SearchResponse(results=[hit][: query.limit], facet_counts=None, query_time_ms=0.5)
 
+    async def config(self, collection: str) -> CollectionConfig:
+        return await TableCatalog().require(collection)
+
 
 class TableCatalog:
     """Knows every collection but `missing`; `books` holds a vector for custom vectors."""

@@ -148,3 +148,27 @@ async def test_a_missing_collection_is_the_catalogs_404_and_nothing_is_kept(
         with pytest.raises(CollectionNotFound):
             await searches.search("missing", QUERY)
     assert catalog.reads == ["missing", "missing"] and pipeline.searched == []
+
+
+async def test_the_config_writes_check_against_is_the_one_searches_keep(tmp_path: Path) -> None:
+    """The api validates an async upsert against `config` (app/services/worker.py): read from the
+    catalog while the replica loads, then kept with the searches' until the generation moves, and
+    whatever is asked of a replica behind (a write is not a search: it need not wait)."""
+    replica = HeldReplica(Position(1, 4))
+    searches, _, catalog = service(replica)
+    await searches.config("books")
+    await searches.config("books")
+    assert catalog.reads == ["books", "books"]  # no marks yet: nothing says a kept one is current
+    worker = marks(tmp_path, visible=(1, 5))
+    searches.loaded(Marks.read_only(tmp_path / "replication.marks"))
+    kept = await searches.config("books")
+    assert await searches.config("books") is kept
+    with pytest.raises(Unavailable):  # behind: the search waits, the config is there already
+        await searches.search("books", QUERY)
+    assert catalog.reads == ["books"] * 3
+    worker.bump_catalog()  # a collection was created or dropped
+    assert await searches.config("books") is not kept
+    assert catalog.reads == ["books"] * 4
+    with pytest.raises(CollectionNotFound):
+        await searches.config("missing")
+    assert replica.asked == [Position(1, 5)]
